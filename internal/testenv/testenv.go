@@ -1,0 +1,190 @@
+// Package testenv finds the real Redis and Postgres servers that
+// integration tests run against.
+//
+// A test asks for a server with RedisURL or NewDatabase. The server comes
+// from, in order: TEST_REDIS_URL / TEST_DATABASE_URL, REDIS_URL /
+// DATABASE_URL, or a container started with testcontainers-go when a Docker
+// engine answers. When none is available the test is skipped with a message
+// that says how to run it, unless REQUIRE_INTEGRATION=1, which turns the skip
+// into a failure (CI sets it).
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/testcontainers/testcontainers-go"
+	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
+	tcredis "github.com/testcontainers/testcontainers-go/modules/redis"
+)
+
+// containers keeps the containers started for this test binary, so that
+// every test of a package shares one of each. They are reaped by
+// testcontainers' own reaper when the binary exits.
+var containers struct {
+	sync.Mutex
+	redis, postgres string
+}
+
+// RedisURL returns the URL of a real Redis server for t. Tests that share
+// the server must use keys of their own (for example with a uuid prefix):
+// packages run in parallel against the same server.
+func RedisURL(t testing.TB) string {
+	t.Helper()
+	if u := firstEnv("TEST_REDIS_URL", "REDIS_URL"); u != "" {
+		return u
+	}
+	containers.Lock()
+	defer containers.Unlock()
+	if containers.redis == "" {
+		u, err := startRedis()
+		if err != nil {
+			unavailable(t, "Redis", "TEST_REDIS_URL=redis://127.0.0.1:6379/0", err)
+		}
+		containers.redis = u
+	}
+	return containers.redis
+}
+
+// PostgresURL returns the URL of a real Postgres server for t, pointing at
+// a database that other tests share. Use NewDatabase for a private one.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	if u := firstEnv("TEST_DATABASE_URL", "DATABASE_URL"); u != "" {
+		return u
+	}
+	containers.Lock()
+	defer containers.Unlock()
+	if containers.postgres == "" {
+		u, err := startPostgres()
+		if err != nil {
+			unavailable(t, "Postgres", "TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test", err)
+		}
+		containers.postgres = u
+	}
+	return containers.postgres
+}
+
+// NewDatabase creates an empty database on the Postgres server of
+// PostgresURL and returns its URL. The database is dropped when t ends.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	base := PostgresURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("testenv: connect to %s: %v", redact(base), err)
+	}
+	defer conn.Close(ctx)
+	name := "seatlock_test_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("testenv: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Errorf("testenv: connect to drop %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("testenv: drop database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("testenv: parse %s: %v", redact(base), err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func firstEnv(names ...string) string {
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// unavailable skips t, or fails it when REQUIRE_INTEGRATION=1.
+func unavailable(t testing.TB, what, example string, err error) {
+	t.Helper()
+	msg := fmt.Sprintf("no %s for integration tests (%v); run with %s, or with a Docker engine for testcontainers", what, err, example)
+	if os.Getenv("REQUIRE_INTEGRATION") == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+func startRedis() (string, error) {
+	if err := dockerAnswers(); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := tcredis.Run(ctx, "redis:7-alpine")
+	if err != nil {
+		return "", err
+	}
+	return c.ConnectionString(ctx)
+}
+
+func startPostgres() (string, error) {
+	if err := dockerAnswers(); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := tcpostgres.Run(ctx, "postgres:16-alpine",
+		tcpostgres.WithDatabase("seatlock"),
+		tcpostgres.WithUsername("postgres"),
+		tcpostgres.WithPassword("postgres"),
+		tcpostgres.BasicWaitStrategies(),
+	)
+	if err != nil {
+		return "", err
+	}
+	return c.ConnectionString(ctx, "sslmode=disable")
+}
+
+// dockerAnswers reports whether a Docker engine can be reached, without the
+// panic testcontainers raises when there is none.
+func dockerAnswers() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("no Docker engine: %v", r)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p, err := testcontainers.NewDockerProvider()
+	if err != nil {
+		return fmt.Errorf("no Docker engine: %w", err)
+	}
+	defer p.Close()
+	if err := p.Health(ctx); err != nil {
+		return fmt.Errorf("no Docker engine: %w", err)
+	}
+	return nil
+}
+
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
