@@ -1,0 +1,87 @@
+package reservation
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Errors of the booking domain. Every error the Service returns wraps exactly
+// one of them (test with errors.Is); the HTTP layer maps each to a status and
+// an error code in one table. Store implementations translate their driver's
+// errors into these at the boundary.
+var (
+	// ErrInvalid is returned for a request that breaks a rule of the
+	// contract: a malformed seat id, too many seats, an empty customer.
+	ErrInvalid = errors.New("invalid request")
+
+	// ErrNotFound is returned when a screening or booking does not exist.
+	ErrNotFound = errors.New("not found")
+
+	// ErrConflict is returned when a screening with the same id exists, and
+	// by a Store when an idempotency key was used already.
+	ErrConflict = errors.New("conflict")
+
+	// ErrSeatTaken is returned when a requested seat is booked. The error
+	// is a *SeatsTakenError that lists the seats.
+	ErrSeatTaken = errors.New("seat taken")
+
+	// ErrSeatBusy is returned when a seat's lock could not be had within
+	// the service's lock wait.
+	ErrSeatBusy = errors.New("seat busy")
+
+	// ErrLockLost is returned when a booking's distributed lock was lost
+	// before its write (the lease could not be renewed), or when the write
+	// carried a fencing token older than one the seat has already seen.
+	// Nothing was written.
+	ErrLockLost = errors.New("lock lost")
+
+	// ErrStaleToken is returned by a Store when a fenced write carries a
+	// token that is not newer than the seat's last one. The Service turns it
+	// into ErrLockLost.
+	ErrStaleToken = errors.New("stale fencing token")
+
+	// ErrIdempotencyMismatch is returned when an idempotency key is reused
+	// with a different request.
+	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
+
+	// ErrUnauthorized is returned when a secret (booking token, admin
+	// token) is required and missing.
+	ErrUnauthorized = errors.New("unauthorized")
+
+	// ErrForbidden is returned when a secret was given but is wrong.
+	ErrForbidden = errors.New("forbidden")
+
+	// ErrUnavailable is returned when a backend (the store or the lock
+	// service) cannot be reached. Nothing was booked.
+	ErrUnavailable = errors.New("backend unavailable")
+)
+
+// SeatsTakenError lists the requested seats that are booked already. It
+// matches ErrSeatTaken with errors.Is.
+type SeatsTakenError struct {
+	Seats []string
+}
+
+func (e *SeatsTakenError) Error() string {
+	return fmt.Sprintf("seats already booked: %s", strings.Join(e.Seats, ", "))
+}
+
+// Is makes errors.Is(err, ErrSeatTaken) true.
+func (e *SeatsTakenError) Is(target error) bool { return target == ErrSeatTaken }
+
+// invalidf returns an error wrapping ErrInvalid with a message for the
+// client.
+func invalidf(format string, args ...any) error {
+	return &messageError{kind: ErrInvalid, msg: fmt.Sprintf(format, args...)}
+}
+
+// messageError carries a message meant for the client together with the
+// domain error it is a kind of.
+type messageError struct {
+	kind error
+	msg  string
+}
+
+func (e *messageError) Error() string { return e.msg }
+func (e *messageError) Unwrap() error { return e.kind }

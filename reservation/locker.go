@@ -1,0 +1,29 @@
+package reservation
+
+import "context"
+
+// SeatLocker takes the locks that protect seats while a booking checks and
+// writes them. Each lock Strategy has one; they live outside this package
+// (see package locking), so that the domain knows no mutex or Redis.
+type SeatLocker interface {
+	// LockSeats takes the locks of the given seats of a screening, all or
+	// nothing, waiting as long as ctx allows. The seats arrive sorted and
+	// distinct. It returns an error wrapping ctx.Err() when the context
+	// ended the wait, or ErrUnavailable when the lock backend cannot be
+	// reached.
+	LockSeats(ctx context.Context, screeningID string, seats []string) (SeatLease, error)
+}
+
+// SeatLease is a held set of seat locks.
+type SeatLease interface {
+	// Fence returns the fencing token of a seat's lock, or 0 when the
+	// strategy has none.
+	Fence(seat string) int64
+
+	// Lost is closed when the lock was lost while held; the booking must not
+	// write after that. It is nil for locks that cannot be lost.
+	Lost() <-chan struct{}
+
+	// Release gives the locks up.
+	Release(ctx context.Context) error
+}

@@ -1,0 +1,54 @@
+package postgres_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/seatlock/seatlock/internal/testenv"
+	"github.com/seatlock/seatlock/reservation"
+)
+
+// BenchmarkBook measures fenced bookings of free seats, one and four seats
+// at a time, from parallel goroutines: the store's common path (begin, one
+// batch, commit).
+func BenchmarkBook(b *testing.B) {
+	store := open(b, testenv.NewDatabase(b))
+	sc := reservation.Screening{ID: "bench", Movie: "M", StartsAt: time.Now(), Rows: 1, SeatsPerRow: 1,
+		Lock: reservation.LockRedis, Guard: reservation.GuardFence}
+	if err := store.CreateScreening(b.Context(), sc); err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int64 // numbers seats; b.Run may call its function more than once
+	for _, seats := range []int{1, 4} {
+		b.Run(fmt.Sprintf("seats=%d", seats), func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					// The store does not check seats against the layout,
+					// so every booking can take seats nobody had.
+					ids := make([]string, seats)
+					fences := make(map[string]int64, seats)
+					for i := range ids {
+						n := next.Add(1)
+						ids[i] = fmt.Sprintf("S%d", n)
+						fences[ids[i]] = n
+					}
+					err := store.Book(b.Context(), reservation.Write{
+						Booking: reservation.Booking{ID: uuid.NewString(), ScreeningID: sc.ID, Seats: ids,
+							Customer: "bench", CreatedAt: time.Now()},
+						TokenHash: []byte("hash"),
+						Guard:     reservation.GuardFence,
+						Fences:    fences,
+					})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,62 @@
+// Package postgres is a reservation.Store in PostgreSQL, through pgx and its
+// connection pool. It is the store that makes several API instances one
+// system: whatever their locks do, the database has the last word on who
+// holds a seat.
+//
+// # The conditional upsert is the guard
+//
+// A booking checks that its seats are free, waits for the payment, then
+// writes. Between the check and the write anything can happen: another
+// instance, a lock that expired, a process that was paused for ten seconds.
+// So the write must not trust the check; it repeats it, atomically:
+//
+//	INSERT INTO seats ... ON CONFLICT (screening_id, seat) DO UPDATE
+//	    SET booking_id = ..., fence = GREATEST(...)
+//	    WHERE seats.booking_id IS NULL
+//	      AND (excluded.fence = 0 OR seats.fence < excluded.fence)
+//	RETURNING seat
+//
+// The unique key (screening_id, seat) makes two writers of a seat queue on
+// one row: the second waits for the first to commit, then evaluates WHERE
+// against the committed row and finds the seat taken. Only rows that pass
+// are returned, so fewer rows back than seats asked means "refused": the
+// store rolls the whole transaction back (the booking and any seats it did
+// get) and reports which seats were taken or that its token was stale. Seat
+// rows are created by the first booking of a seat, so a screening with
+// thousands of seats costs nothing until it sells.
+//
+// # Why fencing tokens
+//
+// A distributed lock is a lease: a client that stalls longer than the lease
+// (a GC pause, a slow payment, a network partition) loses the lock without
+// knowing, and someone else gets it. When the stalled client wakes up, it
+// writes as if it still held the lock. A fencing token is a number that grows
+// with every grant of the lock. Each seat row keeps the highest token it has
+// seen, and the guard refuses a write whose token is not higher: the late
+// writer is stopped by the data, not by its own belief. A cancel frees the
+// seat but keeps its fence, so an old lock holder still cannot write it.
+// A token of 0 means "no fencing" (strategies without tokens).
+//
+// # Why an advisory lock for migrations
+//
+// Three instances starting together would all find the schema missing and
+// all create it: errors at best, a half-applied migration at worst. Migrate
+// takes pg_advisory_lock on one fixed 64-bit key, on one connection that it
+// keeps for the whole run, so the instances migrate one at a time; the
+// later ones find every file recorded in schema_migrations and do nothing.
+// The lock is the session's, so it goes away with the connection even if
+// the process dies mid-way.
+//
+// # Round trips
+//
+// Book is one transaction of three round trips whatever the number of seats:
+// begin, one pgx.Batch with the booking's insert and the seats' upsert (the
+// seats passed as arrays and unnested), commit. Cancel is one statement.
+//
+//	store, err := postgres.Open(ctx, os.Getenv("DATABASE_URL"), postgres.Options{})
+//	if err != nil {
+//		return err // wraps reservation.ErrUnavailable if the server is down
+//	}
+//	defer store.Close()
+//	svc := reservation.NewService(store, reservation.Options{})
+package postgres

@@ -1,0 +1,75 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/seatlock/seatlock/reservation"
+)
+
+// translate turns an error of pgx into an error of package reservation, at
+// the boundary of the store, naming the operation that failed. It keeps the
+// driver's error in the chain where that helps an operator (an unreachable
+// server) and leaves it out where the domain error says it all. Errors that
+// mean nothing to the domain are wrapped as they are: pgx never puts the
+// SQL text into them.
+func translate(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("postgres: %s: %w", op, reservation.ErrNotFound)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23505": // unique_violation
+			return fmt.Errorf("postgres: %s: %w", op, reservation.ErrConflict)
+		case "23503": // foreign_key_violation: the screening does not exist
+			return fmt.Errorf("postgres: %s: %w", op, reservation.ErrNotFound)
+		}
+	}
+	if unavailable(err) {
+		return fmt.Errorf("postgres: %s: %w: %w", op, reservation.ErrUnavailable, err)
+	}
+	return fmt.Errorf("postgres: %s: %w", op, err)
+}
+
+// unavailable reports whether err says that the server could not be reached
+// or went away, rather than that it refused the statement.
+func unavailable(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false // the caller gave up; the server may be fine
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "08") || // connection_exception
+			pgErr.Code == "57P01" || // admin_shutdown
+			pgErr.Code == "57P02" || // crash_shutdown
+			pgErr.Code == "57P03" // cannot_connect_now
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) ||
+		errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		// No connection came free, or the server did not answer, in time.
+		errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)
+}
+
+// migrateError names the failed step of a migration. Unlike translate it
+// maps nothing to domain errors but ErrUnavailable: a failed migration is
+// read by an operator, who needs the database's own words.
+func migrateError(op string, err error) error {
+	if unavailable(err) {
+		return fmt.Errorf("postgres: %s: %w: %w", op, reservation.ErrUnavailable, err)
+	}
+	return fmt.Errorf("postgres: %s: %w", op, err)
+}

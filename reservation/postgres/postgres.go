@@ -1,0 +1,377 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seatlock/seatlock/reservation"
+)
+
+var _ reservation.Store = (*Store)(nil)
+
+// Store is a reservation.Store in a Postgres database. Create it with Open
+// (or New over a pool of your own); it is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// Options configure Open. The zero value works.
+type Options struct {
+	// MaxConns is the most connections the pool opens. Zero keeps the
+	// URL's pool_max_conns, or else pgxpool's default (4, or the number of
+	// CPUs if more).
+	MaxConns int32
+}
+
+// Open connects to the database at databaseURL with a pool, applies the
+// migrations it lacks (see Migrate), and returns the store. It returns an
+// error wrapping reservation.ErrUnavailable when the server cannot be
+// reached.
+func Open(ctx context.Context, databaseURL string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: database URL: %w", err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, translate("open", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, translate("open", err)
+	}
+	if err := Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return New(pool), nil
+}
+
+// New returns a store over a pool whose database is migrated already. The
+// store owns the pool from then on: Close closes it.
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool}
+}
+
+// Close closes the pool, waiting for the connections in use to be given
+// back.
+func (s *Store) Close() { s.pool.Close() }
+
+// Ping reports whether the database answers, with an error wrapping
+// reservation.ErrUnavailable when it does not.
+func (s *Store) Ping(ctx context.Context) error {
+	return translate("ping", s.pool.Ping(ctx))
+}
+
+const insertScreening = `
+INSERT INTO screenings (id, movie, starts_at, row_count, seats_per_row, lock_strategy, write_guard, payment_delay)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
+
+// CreateScreening stores a new screening. It returns reservation.ErrConflict
+// if the id is taken.
+func (s *Store) CreateScreening(ctx context.Context, sc reservation.Screening) error {
+	_, err := s.pool.Exec(ctx, insertScreening,
+		sc.ID, sc.Movie, sc.StartsAt, sc.Rows, sc.SeatsPerRow, sc.Lock, sc.Guard, sc.PaymentDelay)
+	return translate("create screening", err)
+}
+
+const selectScreenings = `
+SELECT id, movie, starts_at, row_count, seats_per_row, lock_strategy, write_guard, payment_delay
+FROM screenings`
+
+// Screening returns the screening with the id, or reservation.ErrNotFound.
+func (s *Store) Screening(ctx context.Context, id string) (reservation.Screening, error) {
+	rows, _ := s.pool.Query(ctx, selectScreenings+` WHERE id = $1`, id)
+	sc, err := pgx.CollectExactlyOneRow(rows, scanScreening)
+	return sc, translate("screening", err)
+}
+
+// Screenings returns every screening in the order they were created.
+func (s *Store) Screenings(ctx context.Context) ([]reservation.Screening, error) {
+	rows, _ := s.pool.Query(ctx, selectScreenings+` ORDER BY seq`)
+	all, err := pgx.CollectRows(rows, scanScreening)
+	return all, translate("screenings", err)
+}
+
+func scanScreening(row pgx.CollectableRow) (reservation.Screening, error) {
+	var sc reservation.Screening
+	err := row.Scan(&sc.ID, &sc.Movie, &sc.StartsAt, &sc.Rows, &sc.SeatsPerRow, &sc.Lock, &sc.Guard, &sc.PaymentDelay)
+	sc.StartsAt = sc.StartsAt.UTC()
+	return sc, err
+}
+
+// BookedSeats returns the booked seats of a screening, mapped to the id of
+// the booking that holds each.
+func (s *Store) BookedSeats(ctx context.Context, screeningID string) (map[string]string, error) {
+	rows, _ := s.pool.Query(ctx,
+		`SELECT seat, booking_id FROM seats WHERE screening_id = $1 AND booking_id IS NOT NULL`, screeningID)
+	booked := make(map[string]string)
+	var seat, bookingID string
+	_, err := pgx.ForEachRow(rows, []any{&seat, &bookingID}, func() error {
+		booked[seat] = bookingID
+		return nil
+	})
+	if err != nil {
+		return nil, translate("booked seats", err)
+	}
+	return booked, nil
+}
+
+const selectTakenSeats = `
+SELECT s.seat
+FROM unnest($2::text[]) WITH ORDINALITY AS asked (seat, n)
+JOIN seats s ON s.screening_id = $1 AND s.seat = asked.seat
+WHERE s.booking_id IS NOT NULL
+ORDER BY asked.n`
+
+// TakenSeats returns which of the given seats are booked, in the order given.
+func (s *Store) TakenSeats(ctx context.Context, screeningID string, seats []string) ([]string, error) {
+	if len(seats) == 0 {
+		return nil, nil
+	}
+	rows, _ := s.pool.Query(ctx, selectTakenSeats, screeningID, seats)
+	taken, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return taken, translate("taken seats", err)
+}
+
+const insertBooking = `
+INSERT INTO bookings (id, screening_id, customer, seats, status, token_hash, created_at,
+                      idem_key_hash, idem_request_hash, idem_sealed_token, idem_created_at)
+VALUES ($1, $2, $3, $4, 'confirmed', $5, $6, $7, $8, $9, $10)`
+
+// upsertSeatsFenced is the write guard. Each seat row is created if the seat
+// was never written, else updated only if the seat is free and the write's
+// fence (when not 0) is newer than the seat's. A row whose WHERE fails is
+// not returned, so fewer rows back than seats asked means the guard refused.
+// The seats are written in sorted order, so two bookings that share seats
+// wait for each other's row locks in one order and cannot deadlock.
+const upsertSeatsFenced = `
+INSERT INTO seats (screening_id, seat, booking_id, fence)
+SELECT $1::text, w.seat, $2::uuid, w.fence
+FROM unnest($3::text[], $4::bigint[]) AS w (seat, fence)
+ORDER BY w.seat
+ON CONFLICT (screening_id, seat) DO UPDATE
+    SET booking_id = excluded.booking_id,
+        fence = GREATEST(seats.fence, excluded.fence)
+    WHERE seats.booking_id IS NULL
+      AND (excluded.fence = 0 OR seats.fence < excluded.fence)
+RETURNING seat`
+
+// upsertSeatsBlind is the write of GuardOff: the same upsert with no WHERE,
+// so the last writer wins. It still keeps the highest fence it has seen.
+const upsertSeatsBlind = `
+INSERT INTO seats (screening_id, seat, booking_id, fence)
+SELECT $1::text, w.seat, $2::uuid, w.fence
+FROM unnest($3::text[], $4::bigint[]) AS w (seat, fence)
+ORDER BY w.seat
+ON CONFLICT (screening_id, seat) DO UPDATE
+    SET booking_id = excluded.booking_id,
+        fence = GREATEST(seats.fence, excluded.fence)
+RETURNING seat`
+
+// Book writes a confirmed booking and gives it its seats, all or nothing,
+// in one transaction of three round trips: begin, one batch with the
+// booking's insert and the seats' upsert, commit.
+//
+// With reservation.GuardFence every seat must be free and, when the write
+// carries a fence for it, that fence must be greater than the seat's last
+// one. When some seats are taken it returns a *reservation.SeatsTakenError
+// naming them, in the order of the booking's seats, even if other seats are
+// stale too; else, when a fence is stale, reservation.ErrStaleToken. With
+// reservation.GuardOff the seats are given away whatever held them.
+//
+// It also returns reservation.ErrNotFound for an unknown screening,
+// reservation.ErrConflict when the booking id or the idempotency key was used
+// before, reservation.ErrInvalid for a malformed write (a booking id that is
+// not a uuid, no seats or a seat twice, an unknown guard), and
+// reservation.ErrUnavailable when the database cannot be reached. Nothing is
+// written when it fails.
+func (s *Store) Book(ctx context.Context, w reservation.Write) error {
+	if err := checkWrite(w); err != nil {
+		return err
+	}
+	b := w.Booking
+	fences := make([]int64, len(b.Seats))
+	for i, seat := range b.Seats {
+		fences[i] = w.Fences[seat]
+	}
+	upsert := upsertSeatsFenced
+	if w.Guard == reservation.GuardOff {
+		upsert = upsertSeatsBlind
+	}
+	var idemKey, idemRequest, idemSealed []byte
+	var idemAt *time.Time
+	if rec := w.Idempotency; rec != nil {
+		idemKey, idemRequest, idemSealed, idemAt = rec.KeyHash, rec.RequestHash, rec.SealedToken, &rec.CreatedAt
+	}
+
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return translate("book", err)
+	}
+	defer tx.Rollback(ctx) // after Commit, a no-op
+
+	batch := &pgx.Batch{}
+	batch.Queue(insertBooking, b.ID, b.ScreeningID, b.Customer, b.Seats, w.TokenHash, b.CreatedAt,
+		idemKey, idemRequest, idemSealed, idemAt)
+	batch.Queue(upsert, b.ScreeningID, b.ID, b.Seats, fences)
+	results := tx.SendBatch(ctx, batch)
+	written, err := bookResults(results)
+	if err != nil {
+		return translate("book", err)
+	}
+	if len(written) < len(b.Seats) {
+		return refusal(ctx, tx, b, written)
+	}
+	return translate("book", tx.Commit(ctx))
+}
+
+// bookResults reads the answers to Book's batch: the seats the upsert wrote.
+func bookResults(results pgx.BatchResults) ([]string, error) {
+	defer results.Close()
+	if _, err := results.Exec(); err != nil {
+		return nil, err
+	}
+	rows, _ := results.Query()
+	written, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	return written, results.Close()
+}
+
+// refusal finds out why the guard refused some seats of b, inside the
+// transaction that tried to write them. The upsert has locked every seat row
+// it touched, written or not, so what it reads here is exactly what the
+// guard saw. The caller rolls the transaction back.
+func refusal(ctx context.Context, tx pgx.Tx, b reservation.Booking, written []string) error {
+	var refused []string
+	for _, seat := range b.Seats {
+		if !slices.Contains(written, seat) {
+			refused = append(refused, seat)
+		}
+	}
+	rows, _ := tx.Query(ctx, selectTakenSeats, b.ScreeningID, refused)
+	held, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return translate("book", err)
+	}
+	var taken []string
+	for _, seat := range b.Seats {
+		if slices.Contains(held, seat) {
+			taken = append(taken, seat)
+		}
+	}
+	if len(taken) > 0 {
+		return &reservation.SeatsTakenError{Seats: taken}
+	}
+	// Free but refused: the seat has seen a newer fence.
+	return fmt.Errorf("postgres: book: %w", reservation.ErrStaleToken)
+}
+
+// checkWrite refuses, before any round trip, a write the schema would
+// refuse with a less telling error. Package memory checks the same.
+func checkWrite(w reservation.Write) error {
+	b := w.Booking
+	if uuid.Validate(b.ID) != nil {
+		return fmt.Errorf("postgres: booking id %q is not a uuid: %w", b.ID, reservation.ErrInvalid)
+	}
+	if len(b.Seats) == 0 {
+		return fmt.Errorf("postgres: booking has no seats: %w", reservation.ErrInvalid)
+	}
+	seen := make(map[string]bool, len(b.Seats))
+	for _, seat := range b.Seats {
+		if seen[seat] {
+			return fmt.Errorf("postgres: seat %q is listed twice: %w", seat, reservation.ErrInvalid)
+		}
+		seen[seat] = true
+	}
+	if w.Guard != reservation.GuardFence && w.Guard != reservation.GuardOff {
+		return fmt.Errorf("postgres: unknown guard %q: %w", w.Guard, reservation.ErrInvalid)
+	}
+	return nil
+}
+
+// Booking returns the booking with the id and the hash of its token, or
+// reservation.ErrNotFound.
+func (s *Store) Booking(ctx context.Context, id string) (reservation.Booking, []byte, error) {
+	if uuid.Validate(id) != nil {
+		return reservation.Booking{}, nil, fmt.Errorf("postgres: booking: %w", reservation.ErrNotFound)
+	}
+	b := reservation.Booking{ID: id}
+	var tokenHash []byte
+	err := s.pool.QueryRow(ctx,
+		`SELECT screening_id, customer, seats, status, created_at, token_hash FROM bookings WHERE id = $1`, id,
+	).Scan(&b.ScreeningID, &b.Customer, &b.Seats, &b.Status, &b.CreatedAt, &tokenHash)
+	if err != nil {
+		return reservation.Booking{}, nil, translate("booking", err)
+	}
+	b.CreatedAt = b.CreatedAt.UTC()
+	return b, tokenHash, nil
+}
+
+// cancelBooking marks the booking cancelled and frees the seats it still
+// holds, in one statement (so one implicit transaction). The seats are
+// locked in sorted order, the order Book writes them in, so that a cancel
+// and a booking of the same seats cannot deadlock. It returns the number of
+// bookings found: 0 or 1.
+const cancelBooking = `
+WITH cancelled AS (
+    UPDATE bookings SET status = 'cancelled'
+    WHERE id = $1
+    RETURNING screening_id, seats
+), held AS (
+    SELECT s.screening_id, s.seat
+    FROM seats s JOIN cancelled c ON s.screening_id = c.screening_id AND s.seat = ANY (c.seats)
+    WHERE s.booking_id = $1
+    ORDER BY s.seat
+    FOR UPDATE OF s
+), freed AS (
+    UPDATE seats SET booking_id = NULL
+    FROM held
+    WHERE seats.screening_id = held.screening_id AND seats.seat = held.seat
+)
+SELECT count(*) FROM cancelled`
+
+// Cancel marks a booking cancelled and frees the seats it still holds; a
+// seat that a later booking took over (under GuardOff) stays with that
+// booking. Cancelling a cancelled booking changes nothing. It returns
+// reservation.ErrNotFound if there is no such booking.
+func (s *Store) Cancel(ctx context.Context, id string) error {
+	if uuid.Validate(id) != nil {
+		return fmt.Errorf("postgres: cancel: %w", reservation.ErrNotFound)
+	}
+	var found int
+	if err := s.pool.QueryRow(ctx, cancelBooking, id).Scan(&found); err != nil {
+		return translate("cancel", err)
+	}
+	if found == 0 {
+		return fmt.Errorf("postgres: cancel: %w", reservation.ErrNotFound)
+	}
+	return nil
+}
+
+// Idempotent returns the record of the booking made with the key hash on
+// the screening, or reservation.ErrNotFound.
+func (s *Store) Idempotent(ctx context.Context, screeningID string, keyHash []byte) (reservation.IdempotencyRecord, error) {
+	var rec reservation.IdempotencyRecord
+	err := s.pool.QueryRow(ctx, `
+		SELECT id, idem_request_hash, idem_sealed_token, idem_created_at
+		FROM bookings WHERE screening_id = $1 AND idem_key_hash = $2`, screeningID, keyHash,
+	).Scan(&rec.BookingID, &rec.RequestHash, &rec.SealedToken, &rec.CreatedAt)
+	if err != nil {
+		return reservation.IdempotencyRecord{}, translate("idempotency record", err)
+	}
+	rec.KeyHash = slices.Clone(keyHash)
+	rec.CreatedAt = rec.CreatedAt.UTC()
+	return rec, nil
+}

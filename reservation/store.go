@@ -1,0 +1,83 @@
+package reservation
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps screenings and bookings. Implementations must give every
+// method the same semantics; the shared suite in reservation/storetest
+// proves it. They translate driver errors into this package's errors:
+// ErrNotFound, ErrConflict, ErrSeatTaken (as *SeatsTakenError),
+// ErrStaleToken, and ErrUnavailable when the backend cannot be reached.
+type Store interface {
+	// CreateScreening stores a new screening. It returns ErrConflict if the
+	// id is taken.
+	CreateScreening(ctx context.Context, s Screening) error
+
+	// Screening returns the screening with the id, or ErrNotFound.
+	Screening(ctx context.Context, id string) (Screening, error)
+
+	// Screenings returns every screening, oldest first.
+	Screenings(ctx context.Context) ([]Screening, error)
+
+	// BookedSeats returns the booked seats of a screening, mapped to the id
+	// of the booking that holds each. It does not check that the screening
+	// exists.
+	BookedSeats(ctx context.Context, screeningID string) (map[string]string, error)
+
+	// TakenSeats returns which of the given seats of a screening are booked,
+	// in the order given.
+	TakenSeats(ctx context.Context, screeningID string, seats []string) ([]string, error)
+
+	// Book writes a confirmed booking and gives it its seats, all or
+	// nothing, in one transaction. With GuardFence a seat is given only if
+	// it is free (else *SeatsTakenError naming every such seat) and, when
+	// its fence is not 0, only if the fence is greater than the last fence
+	// written to that seat (else ErrStaleToken). With GuardOff each seat is
+	// given to the booking whatever held it before (the last writer wins).
+	// It returns ErrConflict if the write's idempotency key was used before
+	// on the screening; nothing is written then.
+	Book(ctx context.Context, w Write) error
+
+	// Booking returns the booking with the id and the hash of its secret
+	// token, or ErrNotFound.
+	Booking(ctx context.Context, id string) (Booking, []byte, error)
+
+	// Cancel marks a booking cancelled and frees the seats it still holds.
+	// Cancelling a cancelled booking changes nothing. It returns
+	// ErrNotFound if there is no such booking.
+	Cancel(ctx context.Context, id string) error
+
+	// Idempotent returns the record of a booking made with the idempotency
+	// key hash on the screening, or ErrNotFound.
+	Idempotent(ctx context.Context, screeningID string, keyHash []byte) (IdempotencyRecord, error)
+
+	// Ping reports whether the store can be reached.
+	Ping(ctx context.Context) error
+}
+
+// Write is everything a Store needs to record a booking.
+type Write struct {
+	Booking   Booking
+	TokenHash []byte // SHA-256 of the booking's secret token
+	Guard     Guard
+	// Fences holds each seat's fencing token from its lock; a seat with no
+	// entry (or 0) is written without a fence check.
+	Fences map[string]int64
+	// Idempotency is set when the request carried an Idempotency-Key.
+	Idempotency *IdempotencyRecord
+}
+
+// IdempotencyRecord ties an idempotency key to the booking it made, so that
+// the same request again returns the same answer.
+type IdempotencyRecord struct {
+	KeyHash     []byte // SHA-256 of the key; the key itself is not stored
+	RequestHash []byte // SHA-256 of the canonical request
+	BookingID   string
+	// SealedToken is the booking's token encrypted under a key derived from
+	// the idempotency key, so that a replay can answer with the token while
+	// the store alone cannot reveal it.
+	SealedToken []byte
+	CreatedAt   time.Time
+}
