@@ -1,0 +1,202 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Scenario names accepted by -scenario.
+const (
+	scenarioHot    = "hot"
+	scenarioSpread = "spread"
+	scenarioMixed  = "mixed"
+	scenarioMulti  = "multi"
+)
+
+// config is everything one run needs, parsed and validated from the command
+// line. Its zero value is not useful: build it with parseFlags.
+type config struct {
+	targets  []string // API base URLs without a trailing slash
+	scenario string
+	clients  int
+	rate     float64 // requests per second; 0 = closed loop
+
+	// requests and duration stop the run; see stopByRequests.
+	requests int
+	duration time.Duration
+	// stopByRequests is false when only -duration was given: the run then
+	// goes on until the time is up, however many requests that takes.
+	stopByRequests bool
+
+	seats     int    // hot seats, for the hot scenario
+	screening string // existing screening to use; empty = create one
+
+	// lock, guard and paymentDelay describe the screening the run creates.
+	// Empty (or hasPaymentDelay false) means "leave it out of the create
+	// request", so the server's own defaults apply.
+	lock            string
+	guard           string
+	paymentDelay    time.Duration
+	hasPaymentDelay bool
+
+	adminToken   string
+	jsonOutput   bool
+	timeout      time.Duration // per HTTP request
+	checkTimeout time.Duration // budget of the linearizability check
+	seed         uint64        // 0 = random
+}
+
+// usageError is a problem with how loadgen was called or with reaching the
+// targets: main maps it to exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// usagef builds a usageError.
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// optionalDuration is a flag.Value that remembers whether it was set, so an
+// unset -payment-delay can be left out of the request instead of sent as 0.
+type optionalDuration struct {
+	d   time.Duration
+	set bool
+}
+
+func (o *optionalDuration) String() string {
+	if o == nil || !o.set {
+		return ""
+	}
+	return o.d.String()
+}
+
+func (o *optionalDuration) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if d < 0 {
+		return errors.New("must not be negative")
+	}
+	o.d, o.set = d, true
+	return nil
+}
+
+// parseFlags reads the flags of one run (compare tells it which command it
+// parses for). It returns flag.ErrHelp for -h, and a *usageError, on one
+// line, for anything wrong.
+func parseFlags(name string, args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	// The flag package would print the error and the whole usage text; a bad
+	// flag should be one line, so errors are reported by the caller and the
+	// usage text only by -h.
+	fs.SetOutput(io.Discard)
+
+	var (
+		cfg          config
+		targets      string
+		paymentDelay optionalDuration
+	)
+	fs.StringVar(&targets, "targets", "http://127.0.0.1:8080", "comma-separated API base URLs; requests are spread round-robin")
+	fs.StringVar(&cfg.scenario, "scenario", scenarioHot, "hot, spread, mixed or multi")
+	fs.IntVar(&cfg.clients, "clients", 64, "concurrent clients (closed loop); with -rate, the most requests in flight")
+	fs.Float64Var(&cfg.rate, "rate", 0, "requests per second, open loop (0 = closed loop)")
+	fs.IntVar(&cfg.requests, "requests", 2000, "stop after this many requests")
+	fs.DurationVar(&cfg.duration, "duration", 0, "stop after this long (alone, it replaces -requests)")
+	fs.IntVar(&cfg.seats, "seats", 4, "hot seats for the hot scenario")
+	fs.StringVar(&cfg.screening, "screening", "", "use this screening; empty = create a fresh one")
+	fs.StringVar(&cfg.lock, "lock", "", "lock strategy of the created screening (default: the server's)")
+	fs.StringVar(&cfg.guard, "guard", "", "write guard of the created screening (default: the server's)")
+	fs.Var(&paymentDelay, "payment-delay", "payment delay of the created screening (default: the server's)")
+	fs.StringVar(&cfg.adminToken, "admin-token", getenv("ADMIN_TOKEN"), "bearer token for POST /v1/screenings (default $ADMIN_TOKEN)")
+	fs.BoolVar(&cfg.jsonOutput, "json", false, "print the report as JSON on stdout")
+	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Second, "timeout of one HTTP request")
+	fs.DurationVar(&cfg.checkTimeout, "check-timeout", 10*time.Second, "time budget of the linearizability check")
+	fs.Uint64Var(&cfg.seed, "seed", 0, "seed of the seat choices (0 = random)")
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(fs, name, stderr)
+			return config{}, flag.ErrHelp
+		}
+		return config{}, usagef("%v (see %s -h)", err, name)
+	}
+	if fs.NArg() > 0 {
+		return config{}, usagef("unexpected argument %q (see %s -h)", fs.Arg(0), name)
+	}
+
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// -duration alone replaces the request count; both given means
+	// whichever comes first.
+	cfg.stopByRequests = cfg.duration == 0 || set["requests"]
+	cfg.paymentDelay, cfg.hasPaymentDelay = paymentDelay.d, paymentDelay.set
+
+	var err error
+	if cfg.targets, err = parseTargets(targets); err != nil {
+		return config{}, err
+	}
+	if err := cfg.validate(); err != nil {
+		return config{}, err
+	}
+	return cfg, nil
+}
+
+// validate checks the values that flag parsing alone cannot.
+func (c *config) validate() error {
+	switch c.scenario {
+	case scenarioHot, scenarioSpread, scenarioMixed, scenarioMulti:
+	default:
+		return usagef("-scenario %q: want hot, spread, mixed or multi", c.scenario)
+	}
+	switch {
+	case c.clients < 1:
+		return usagef("-clients %d: want at least 1", c.clients)
+	case c.rate < 0:
+		return usagef("-rate %v: must not be negative", c.rate)
+	case c.stopByRequests && c.requests < 1:
+		return usagef("-requests %d: want at least 1", c.requests)
+	case c.duration < 0:
+		return usagef("-duration %v: must not be negative", c.duration)
+	case c.seats < 1 || c.seats > maxSeatsPerScreening:
+		return usagef("-seats %d: want 1 to %d", c.seats, maxSeatsPerScreening)
+	case c.timeout <= 0:
+		return usagef("-timeout %v: must be positive", c.timeout)
+	case c.checkTimeout <= 0:
+		return usagef("-check-timeout %v: must be positive", c.checkTimeout)
+	}
+	return nil
+}
+
+// parseTargets splits -targets and checks that each is an http(s) base URL.
+func parseTargets(s string) ([]string, error) {
+	var targets []string
+	for _, t := range strings.Split(s, ",") {
+		t = strings.TrimRight(strings.TrimSpace(t), "/")
+		if t == "" {
+			continue
+		}
+		u, err := url.Parse(t)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, usagef("-targets: %q is not an http(s) base URL", t)
+		}
+		targets = append(targets, t)
+	}
+	if len(targets) == 0 {
+		return nil, usagef("-targets: no target given")
+	}
+	return targets, nil
+}
+
+func printUsage(fs *flag.FlagSet, name string, w io.Writer) {
+	fmt.Fprintf(w, "usage:\n  loadgen [flags]           run one scenario, verify, report\n  loadgen compare [flags]   the same scenario under every strategy, one table\n\nflags of %s:\n", name)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeAPI implements just enough of DESIGN.md section 4 for loadgen to run
+// against, with switches that break it in the ways loadgen must catch.
+type fakeAPI struct {
+	// demo allows the unsafe strategies (lock none, guard off).
+	demo bool
+	// doubleBook makes every strategy unsafe: a blind write without any
+	// check, so every booking of a seat gets 201 and the last one wins.
+	doubleBook atomic.Bool
+	// failAfterBooking makes every n-th booking answer 503 although it
+	// booked (a lost answer: allowed, an explained phantom).
+	failAfterBooking int64
+	// refuseAfterBooking makes every n-th booking answer 409 although it
+	// booked (a lie: a contradicted phantom).
+	refuseAfterBooking int64
+	// failConflicts makes every n-th request answer 503 instead of
+	// 409 seat_taken (an ambiguous answer loadgen must model as such).
+	failConflicts int64
+	// payment is the payment delay of screenings created without one.
+	payment time.Duration
+	// adminToken, when set, is required to create a screening.
+	adminToken string
+
+	// mu protects everything below. The safe path holds it from the check
+	// to the write, which makes it the "global" strategy: correct, never
+	// parallel, and the simplest thing a fake can do.
+	mu         sync.Mutex
+	screenings map[string]*fakeScreening
+	bookings   map[string]booking
+	nextID     int
+	calls      int64
+}
+
+type fakeScreening struct {
+	screening
+	seats map[string]string // seat id -> booking id
+}
+
+func newFakeAPI(t *testing.T, f *fakeAPI) string {
+	t.Helper()
+	f.screenings = map[string]*fakeScreening{}
+	f.bookings = map[string]booking{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("POST /v1/screenings", f.createScreening)
+	mux.HandleFunc("GET /v1/screenings/{id}", f.getScreening)
+	mux.HandleFunc("GET /v1/screenings/{id}/seats", f.getSeats)
+	mux.HandleFunc("POST /v1/screenings/{id}/bookings", f.book)
+	mux.HandleFunc("GET /v1/bookings/{id}", f.getBooking)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code string, seats []string) {
+	var e apiError
+	e.Error.Code, e.Error.Message, e.Error.Seats = code, code, seats
+	writeJSON(w, status, e)
+}
+
+func (f *fakeAPI) createScreening(w http.ResponseWriter, r *http.Request) {
+	if f.adminToken != "" && r.Header.Get("Authorization") != "Bearer "+f.adminToken {
+		writeError(w, http.StatusUnauthorized, "unauthorized", nil)
+		return
+	}
+	var req createScreening
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Rows < 1 || req.Rows > 26 || req.SeatsPerRow < 1 || req.SeatsPerRow > 100 {
+		writeError(w, http.StatusBadRequest, "invalid_request", nil)
+		return
+	}
+	s := screening{Rows: req.Rows, SeatsPerRow: req.SeatsPerRow, Lock: "keyed+redis", Guard: "fence", PaymentDelayMS: f.payment.Milliseconds()}
+	if req.Lock != "" {
+		s.Lock = req.Lock
+	}
+	if req.Guard != "" {
+		s.Guard = req.Guard
+	}
+	if req.PaymentDelayMS != nil {
+		s.PaymentDelayMS = *req.PaymentDelayMS
+	}
+	if (s.Lock == "none" || s.Guard == "off") && !f.demo {
+		writeError(w, http.StatusBadRequest, "invalid_request", nil)
+		return
+	}
+	f.mu.Lock()
+	f.nextID++
+	s.ID = fmt.Sprintf("s%d", f.nextID)
+	f.screenings[s.ID] = &fakeScreening{screening: s, seats: map[string]string{}}
+	f.mu.Unlock()
+	writeJSON(w, http.StatusCreated, s)
+}
+
+func (f *fakeAPI) getScreening(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	s, ok := f.screenings[r.PathValue("id")]
+	f.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.screening)
+}
+
+func (f *fakeAPI) getSeats(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.screenings[r.PathValue("id")]
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", nil)
+		return
+	}
+	var seats []seatState
+	for i := range s.capacity() {
+		id := seatID(i, s.SeatsPerRow)
+		st := seatState{ID: id, Status: "free"}
+		if b := s.seats[id]; b != "" {
+			st.Status, st.BookingID = "booked", b
+		}
+		seats = append(seats, st)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"screening_id": s.ID, "seats": seats})
+}
+
+func (f *fakeAPI) getBooking(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	b, ok := f.bookings[r.PathValue("id")]
+	f.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, b)
+}
+
+func (f *fakeAPI) book(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Seats    []string `json:"seats"`
+		Customer string   `json:"customer"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Seats) == 0 || req.Customer == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", nil)
+		return
+	}
+	f.mu.Lock()
+	s, ok := f.screenings[r.PathValue("id")]
+	if !ok {
+		f.mu.Unlock()
+		writeError(w, http.StatusNotFound, "not_found", nil)
+		return
+	}
+	// The unsafe path does not even check: a blind write, last writer
+	// wins. Real races are timing-dependent; the fake's must not be, or a
+	// test of loadgen's verifier could pass by luck.
+	unsafe := f.doubleBook.Load() || s.Lock == "none" || s.Guard == "off"
+	var taken []string
+	for _, seat := range req.Seats {
+		if !unsafe && s.seats[seat] != "" {
+			taken = append(taken, seat)
+		}
+	}
+	if len(taken) > 0 {
+		f.calls++
+		calls := f.calls
+		f.mu.Unlock()
+		if f.failConflicts > 0 && calls%f.failConflicts == 0 {
+			writeError(w, http.StatusServiceUnavailable, "unavailable", nil)
+			return
+		}
+		writeError(w, http.StatusConflict, "seat_taken", taken)
+		return
+	}
+	// The mutex is held through the payment: the "global" strategy.
+	time.Sleep(time.Duration(s.PaymentDelayMS) * time.Millisecond)
+	f.nextID++
+	f.calls++
+	b := booking{ID: fmt.Sprintf("b%d", f.nextID), Seats: slices.Clone(req.Seats), Customer: req.Customer}
+	for _, seat := range req.Seats {
+		s.seats[seat] = b.ID
+	}
+	f.bookings[b.ID] = b
+	calls := f.calls
+	f.mu.Unlock()
+
+	switch {
+	case f.failAfterBooking > 0 && calls%f.failAfterBooking == 0:
+		writeError(w, http.StatusServiceUnavailable, "unavailable", nil)
+	case f.refuseAfterBooking > 0 && calls%f.refuseAfterBooking == 0:
+		writeError(w, http.StatusConflict, "seat_busy", nil)
+	default:
+		writeJSON(w, http.StatusCreated, b)
+	}
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// verdict is the result of the linearizability check. In JSON it is true,
+// false, or "unknown" when the checker ran out of time.
+type verdict string
+
+const (
+	linearizable    verdict = "true"
+	notLinearizable verdict = "false"
+	unknownVerdict  verdict = "unknown"
+)
+
+// MarshalJSON writes true and false as JSON booleans.
+func (v verdict) MarshalJSON() ([]byte, error) {
+	if v == unknownVerdict || v == "" {
+		return json.Marshal(string(unknownVerdict))
+	}
+	return []byte(v), nil
+}
+
+// The model: each seat is a register that is free or held by one customer.
+// Customers are unique per request, so a holder names exactly one request.
+//
+// Operations on one seat (its input is a seatInput, its output a string):
+//
+//	book(c) -> "ok"       only if the seat is free; afterwards c holds it
+//	book(c) -> "taken"    only if the seat is held (by anyone)
+//	book(c) -> "unknown"  no answer or a 5xx: it may have taken effect (if the
+//	                      seat was free) or not; the checker tries both
+//	read    -> holder     the final seat map: who holds it ("" = free), or
+//	                      anyUnconfirmed for a booking loadgen cannot name
+//	preset(h)             the seat was held by h before the run
+//
+// Answers that say nothing about the seat (seat_busy, 400, 404, or a seat of
+// a multi-seat 409 that the server did not list as taken) are left out.
+// No operation frees a seat: loadgen never cancels.
+const (
+	opBook   = "book"
+	opRead   = "read"
+	opPreset = "preset"
+
+	outOK      = "ok"
+	outTaken   = "taken"
+	outUnknown = "unknown"
+
+	// anyUnconfirmed is what a read returns for a holder loadgen cannot
+	// name (its owner could not be looked up, or is not one of ours). It
+	// matches any holder that no 201 confirmed.
+	anyUnconfirmed = "*"
+)
+
+// seatInput is the input of one operation on a seat.
+type seatInput struct {
+	op  string // opBook, opRead or opPreset
+	who string // opBook: the customer; opPreset: the holder
+}
+
+// seatRegister is the state of one seat: who holds it, and whether a 201
+// said so. It is a comparable struct, so porcupine's default == is the
+// right Equal.
+type seatRegister struct {
+	holder    string // "" = free
+	confirmed bool
+}
+
+// seatModel is the sequential specification of one seat. It is
+// nondeterministic because an ambiguous booking may or may not have
+// happened.
+func seatModel() porcupine.Model {
+	nm := porcupine.NondeterministicModel{
+		Init: func() []any { return []any{seatRegister{}} },
+		Step: func(state, input, output any) []any {
+			s, in, out := state.(seatRegister), input.(seatInput), output.(string)
+			free := s.holder == ""
+			switch in.op {
+			case opBook:
+				switch {
+				case out == outOK && free:
+					return []any{seatRegister{holder: in.who, confirmed: true}}
+				case out == outTaken && !free:
+					return []any{s}
+				case out == outUnknown && free:
+					return []any{s, seatRegister{holder: in.who}}
+				case out == outUnknown:
+					return []any{s}
+				}
+			case opRead:
+				if out == s.holder || (out == anyUnconfirmed && !free && !s.confirmed) {
+					return []any{s}
+				}
+			case opPreset:
+				if free {
+					return []any{seatRegister{holder: in.who}}
+				}
+			}
+			return nil
+		},
+		DescribeOperation: func(input, output any) string {
+			in := input.(seatInput)
+			return in.op + "(" + in.who + ") -> " + output.(string)
+		},
+	}
+	return nm.ToModel()
+}
+
+// histories turns the run into one porcupine history per seat. before is
+// the seat map at the start, final the seat map read at the end, owners the
+// customers of bookings no 201 named.
+func histories(records []record, before seatMap, final snapshot, owners map[string]string) map[string][]porcupine.Operation {
+	customerOf := map[string]string{} // booking id -> customer, from 201s
+	for i := range records {
+		if records[i].confirmed() {
+			customerOf[records[i].booking.ID] = records[i].customer
+		}
+	}
+	// finalHolder is what the final read of a seat returns in the model.
+	finalHolder := func(key string) string {
+		id := final.seats[key]
+		switch {
+		case id == "":
+			return ""
+		case customerOf[id] != "":
+			return customerOf[id]
+		case before[key] == id:
+			return "booking:" + id
+		case owners[id] != "":
+			return owners[id]
+		}
+		return anyUnconfirmed
+	}
+
+	h := map[string][]porcupine.Operation{}
+	add := func(key string, in seatInput, out string, call, ret int64) {
+		h[key] = append(h[key], porcupine.Operation{Input: in, Output: out, Call: call, Return: ret})
+	}
+
+	// Bookings held before the run happened before anything loadgen did.
+	for key, id := range before {
+		if id != "" {
+			add(key, seatInput{op: opPreset, who: "booking:" + id}, "", -2, -1)
+		}
+	}
+
+	firstTaken := map[string]porcupine.Operation{}
+	for i := range records {
+		r := &records[i]
+		call, ret := int64(r.sent), int64(r.done)
+		switch {
+		case r.confirmed():
+			for _, seat := range r.bookedSeats() {
+				add(seatKey(r.screening, seat), seatInput{opBook, r.customer}, outOK, call, ret)
+			}
+		case r.ambiguous():
+			// It may take effect at any moment after it was sent, even
+			// after loadgen gave up on it: it never returns.
+			//
+			// Each such operation doubles the orders porcupine may have to
+			// try, so the ones that cannot matter are left out. A seat,
+			// once held, is held for good (nothing in the model frees
+			// it), so an ambiguous booking that took effect before the
+			// final read is the holder that read sees. If that read names
+			// someone else, the booking either did nothing or took effect
+			// after the read, where nothing observes it: in both cases the
+			// history is linearizable with it exactly when it is without.
+			for _, seat := range r.seats {
+				key := seatKey(r.screening, seat)
+				if holder := finalHolder(key); holder == r.customer || holder == anyUnconfirmed {
+					add(key, seatInput{opBook, r.customer}, outUnknown, call, math.MaxInt64)
+				}
+			}
+		case r.status == http.StatusConflict && r.code == "seat_taken":
+			for _, seat := range r.seats {
+				// A single-seat 409 is about that seat; a multi-seat
+				// one only about the seats it lists.
+				if !(len(r.seats) == 1 || slices.Contains(r.taken, seat)) {
+					continue
+				}
+				// Only the 409 that answered first is kept. A 409 holds
+				// if the seat was held by the time it answered, and a
+				// held seat stays held: once the first 409 holds, every
+				// later-answering one holds too. Thousands of concurrent
+				// 409s on a hot seat would otherwise give porcupine an
+				// exponential number of orders to rule out when the
+				// history is not linearizable.
+				key := seatKey(r.screening, seat)
+				if t, ok := firstTaken[key]; !ok || ret < t.Return {
+					firstTaken[key] = porcupine.Operation{Input: seatInput{opBook, r.customer}, Output: outTaken, Call: call, Return: ret}
+				}
+			}
+		}
+	}
+	for key, op := range firstTaken {
+		h[key] = append(h[key], op)
+	}
+
+	// The final read covers every seat that was touched or is booked. A
+	// touched seat missing from the map reads as free.
+	read := map[string]bool{}
+	for key := range h {
+		read[key] = true
+	}
+	for key, id := range final.seats {
+		if id != "" {
+			read[key] = true
+		}
+	}
+	for key := range read {
+		add(key, seatInput{op: opRead}, finalHolder(key), int64(final.call), int64(final.done))
+	}
+	return h
+}
+
+// linearizability is the outcome of the check.
+type linearizability struct {
+	verdict verdict
+	// seats are the seats (screening/seat) whose history no sequential
+	// order explains, sorted; at most maxReportedSeats.
+	seats []string
+}
+
+const maxReportedSeats = 20
+
+// checkLinearizable runs porcupine on every seat's history, one seat at a
+// time, within budget overall. A seat found illegal makes the verdict
+// false even if others ran out of time; otherwise running out of time
+// makes it unknown. Checking is NP-hard in general, which is why it is
+// bounded; with one register per seat it is usually fast.
+func checkLinearizable(h map[string][]porcupine.Operation, budget time.Duration) linearizability {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+
+	model := seatModel()
+	res := linearizability{verdict: linearizable}
+	deadline := time.Now().Add(budget)
+	for _, key := range keys {
+		left := time.Until(deadline)
+		if left <= 0 {
+			// A zero timeout would mean "no limit" to porcupine.
+			if res.verdict == linearizable {
+				res.verdict = unknownVerdict
+			}
+			break
+		}
+		switch porcupine.CheckOperationsTimeout(model, h[key], left) {
+		case porcupine.Illegal:
+			res.verdict = notLinearizable
+			if len(res.seats) < maxReportedSeats {
+				res.seats = append(res.seats, key)
+			}
+		case porcupine.Unknown:
+			if res.verdict == linearizable {
+				res.verdict = unknownVerdict
+			}
+		}
+	}
+	return res
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// report is the outcome of one run: what was sent, what came back, and
+// what verification found. Its JSON form is the public report of
+// DESIGN.md section 6.
+type report struct {
+	Scenario       string   `json:"scenario"`
+	Targets        []string `json:"targets"`
+	Strategy       string   `json:"strategy"`
+	Guard          string   `json:"guard"`
+	PaymentDelayMS int64    `json:"payment_delay_ms"`
+	Screenings     []string `json:"screenings,omitempty"`
+	Mode           string   `json:"mode"` // "closed" or "open" loop
+	Clients        int      `json:"clients"`
+	Rate           float64  `json:"rate,omitempty"`
+
+	// Refused is set by compare when the server would not create a
+	// screening with this strategy; nothing else is then filled in.
+	Refused string `json:"refused,omitempty"`
+
+	Requests  int `json:"requests"`
+	Succeeded int `json:"succeeded"` // 201
+	Conflicts int `json:"conflicts"` // 409, seat_taken or seat_busy
+	Errors    int `json:"errors"`    // anything else, including no answer
+	Ambiguous int `json:"ambiguous"` // no answer or 5xx: may have booked
+
+	DurationS     float64 `json:"duration_s"`
+	ThroughputRPS float64 `json:"throughput_rps"` // requests per second
+	ConfirmedRPS  float64 `json:"confirmed_rps"`  // 201s per second
+	// Parallelism is ConfirmedRPS times the time a booking spends in its
+	// critical section; ParallelismBasis says which time was used:
+	// "payment_delay" or "confirmed_latency" (see docs/loadgen.md).
+	Parallelism      float64 `json:"parallelism"`
+	ParallelismBasis string  `json:"parallelism_basis"`
+
+	LatencyMS latencies      `json:"latency_ms"`
+	ByStatus  map[string]int `json:"by_status"`
+	ByCode    map[string]int `json:"by_code"`
+
+	counts
+	Linearizable         verdict  `json:"linearizable"`
+	NonLinearizableSeats []string `json:"non_linearizable_seats,omitempty"`
+}
+
+// latencies are percentiles in milliseconds, from intended send to answer.
+type latencies struct {
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+	Max  float64 `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+// failed reports whether the run found a safety violation (exit status 1).
+func (r *report) failed() bool { return r.Refused == "" && r.counts.failed() }
+
+// summarize fills in the request counts, throughput, latency and
+// parallelism from the records of a run.
+func (r *report) summarize(records []record, wall time.Duration) {
+	r.Requests = len(records)
+	r.ByStatus, r.ByCode = map[string]int{}, map[string]int{}
+	r.DurationS = wall.Seconds()
+
+	// Latencies in microseconds, from 1µs to an hour: an open loop that
+	// falls far behind its schedule must still be recorded, not dropped.
+	hist := hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
+	var confirmedTime time.Duration
+	for i := range records {
+		rec := &records[i]
+		us := max(rec.latency().Microseconds(), 1)
+		if hist.RecordValue(us) != nil {
+			_ = hist.RecordValue(hist.HighestTrackableValue())
+		}
+		switch {
+		case rec.confirmed():
+			r.Succeeded++
+			confirmedTime += rec.done - rec.sent
+		case rec.status == http.StatusConflict:
+			r.Conflicts++
+		default:
+			r.Errors++
+		}
+		if rec.ambiguous() {
+			r.Ambiguous++
+		}
+		if rec.status == 0 {
+			r.ByStatus["no_answer"]++
+		} else {
+			r.ByStatus[strconv.Itoa(rec.status)]++
+		}
+		if !rec.confirmed() {
+			r.ByCode[errorCode(rec)]++
+		}
+	}
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	r.LatencyMS = latencies{
+		P50:  ms(hist.ValueAtQuantile(50)),
+		P90:  ms(hist.ValueAtQuantile(90)),
+		P99:  ms(hist.ValueAtQuantile(99)),
+		P999: ms(hist.ValueAtQuantile(99.9)),
+		Max:  ms(hist.Max()),
+		Mean: hist.Mean() / 1000,
+	}
+
+	if wall <= 0 {
+		return
+	}
+	r.ThroughputRPS = float64(r.Requests) / wall.Seconds()
+	r.ConfirmedRPS = float64(r.Succeeded) / wall.Seconds()
+	// Little's law over critical sections: how many bookings were, on
+	// average, inside one at the same time.
+	if r.PaymentDelayMS > 0 {
+		r.ParallelismBasis = "payment_delay"
+		r.Parallelism = r.ConfirmedRPS * float64(r.PaymentDelayMS) / 1000
+	} else {
+		r.ParallelismBasis = "confirmed_latency"
+		if r.Succeeded > 0 {
+			r.Parallelism = r.ConfirmedRPS * (confirmedTime / time.Duration(r.Succeeded)).Seconds()
+		}
+	}
+}
+
+// errorCode names the outcome of a request that was not confirmed: the
+// API's error code, or what went wrong when there was none.
+func errorCode(r *record) string {
+	if r.status != 0 {
+		if r.code != "" {
+			return r.code
+		}
+		return "http_" + strconv.Itoa(r.status)
+	}
+	var ne net.Error
+	if errors.Is(r.err, context.DeadlineExceeded) || (errors.As(r.err, &ne) && ne.Timeout()) {
+		return "timeout"
+	}
+	if errors.Is(r.err, context.Canceled) {
+		return "cancelled"
+	}
+	return "no_answer"
+}
+
+// writeText prints the report as a table for people.
+func writeText(w io.Writer, r *report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(name, format string, args ...any) {
+		fmt.Fprintf(tw, "%s\t%s\n", name, fmt.Sprintf(format, args...))
+	}
+	load := fmt.Sprintf("%d clients, closed loop", r.Clients)
+	if r.Mode == "open" {
+		load = fmt.Sprintf("%g req/s open loop, at most %d in flight", r.Rate, r.Clients)
+	}
+	row("scenario", "%s (%s)", r.Scenario, load)
+	row("targets", "%s", strings.Join(r.Targets, ", "))
+	row("screenings", "%s", strings.Join(r.Screenings, ", "))
+	row("strategy", "lock %s, guard %s, payment delay %v", r.Strategy, r.Guard, time.Duration(r.PaymentDelayMS)*time.Millisecond)
+	fmt.Fprintln(tw)
+	row("requests", "%d in %.2fs", r.Requests, r.DurationS)
+	row("succeeded", "%d", r.Succeeded)
+	row("conflicts", "%d", r.Conflicts)
+	row("errors", "%d (%d ambiguous: no answer or 5xx)", r.Errors, r.Ambiguous)
+	row("throughput", "%.1f req/s (%.1f confirmed/s)", r.ThroughputRPS, r.ConfirmedRPS)
+	row("parallelism", "%.2f (basis: %s)", r.Parallelism, r.ParallelismBasis)
+	l := r.LatencyMS
+	row("latency", "p50 %s  p90 %s  p99 %s  p99.9 %s  max %s", fmtMS(l.P50), fmtMS(l.P90), fmtMS(l.P99), fmtMS(l.P999), fmtMS(l.Max))
+	row("by status", "%s", fmtCounts(r.ByStatus))
+	row("by code", "%s", fmtCounts(r.ByCode))
+	fmt.Fprintln(tw)
+	row("double-booked seats", "%d", r.DoubleBookedSeats)
+	row("lost bookings", "%d", r.LostBookings)
+	row("phantom seats", "%d (%d explained by lost answers, %d contradicted a refusal)",
+		r.PhantomSeats, r.PhantomSeatsExplained, r.PhantomSeatsContradicted)
+	lin := string(r.Linearizable)
+	if len(r.NonLinearizableSeats) > 0 {
+		lin += " (seats: " + strings.Join(r.NonLinearizableSeats, ", ") + ")"
+	}
+	row("linearizable", "%s", lin)
+	verdict := "CLEAN"
+	if r.failed() {
+		verdict = "FAILED: the booking service is unsafe"
+	}
+	row("result", "%s", verdict)
+	return tw.Flush()
+}
+
+func fmtMS(ms float64) string {
+	return (time.Duration(ms * float64(time.Millisecond))).Round(10 * time.Microsecond).String()
+}
+
+// fmtCounts prints a count map as "k: n  k: n", keys sorted.
+func fmtCounts(m map[string]int) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s: %d", k, m[k]))
+	}
+	return strings.Join(parts, "  ")
+}
