@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/keyedlock"
+	"github.com/seatlock/seatlock/locking"
+	"github.com/seatlock/seatlock/reservation"
+	"github.com/seatlock/seatlock/reservation/memory"
+	"github.com/seatlock/seatlock/reservation/postgres"
+)
+
+// backends are the store and the lock services the API runs on, with what
+// closes them.
+type backends struct {
+	store      reservation.Store
+	lockers    map[reservation.Strategy]reservation.SeatLocker
+	lockHealth func(context.Context) error
+
+	// closers run in reverse order by close: the last opened first.
+	closers []func() error
+}
+
+// openBackends opens the store (Postgres, or memory when no URL is given),
+// the Redis client (to an embedded server when no URL is given) and builds
+// one locker per strategy. On error it closes what it had opened.
+func openBackends(ctx context.Context, cfg config, logger *slog.Logger) (_ *backends, err error) {
+	b := &backends{}
+	defer func() {
+		if err != nil {
+			b.close(logger)
+		}
+	}()
+
+	if cfg.DatabaseURL == "" {
+		logger.Info("store: in memory (set DATABASE_URL for Postgres)")
+		b.store = memory.New()
+	} else {
+		// Open applies the migrations under an advisory lock, so
+		// instances starting together do not race on them.
+		pg, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		b.store = pg
+		b.closers = append(b.closers, func() error { pg.Close(); return nil })
+	}
+
+	redisURL := cfg.RedisURL
+	if redisURL == "" {
+		emb, err := startEmbeddedRedis()
+		if err != nil {
+			return nil, err
+		}
+		b.closers = append(b.closers, emb.Close)
+		redisURL = "redis://" + emb.Addr()
+		logger.Info("lock service: embedded Redis (set REDIS_URL for a real one)", "addr", emb.Addr())
+	}
+	opts, err := redis.ParseURL(redisURL) // checked by config.validate
+	if err != nil {
+		return nil, errors.New("REDIS_URL is not a valid Redis URL")
+	}
+	client := redis.NewClient(opts)
+	b.closers = append(b.closers, client.Close)
+	b.lockHealth = func(ctx context.Context) error { return client.Ping(ctx).Err() }
+
+	redisLocks := distlock.NewRedis(client, distlock.RedisOptions{TTL: cfg.LockTTL})
+	b.closers = append(b.closers, redisLocks.Close)
+
+	// One keyed mutex for the whole process: the keyed and the layered
+	// strategies must exclude each other's bookings of a seat only if they
+	// share it, and a screening has one strategy, so sharing is harmless
+	// and keeps one map of seats.
+	var seats keyedlock.Mutex
+	keyed := locking.Keyed(&seats)
+	distributed := locking.Distributed(redisLocks)
+	b.lockers = map[reservation.Strategy]reservation.SeatLocker{
+		reservation.LockGlobal:     locking.Global(),
+		reservation.LockKeyed:      keyed,
+		reservation.LockRedis:      distributed,
+		reservation.LockKeyedRedis: locking.Layered(keyed, distributed),
+	}
+	return b, nil
+}
+
+// close closes the backends, the last opened first: the lock service before
+// the Redis client it uses, the client before the embedded server, and the
+// store last.
+func (b *backends) close(logger *slog.Logger) {
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		if err := b.closers[i](); err != nil {
+			logger.Warn("closing backend", "err", err)
+		}
+	}
+	b.closers = nil
+}
+
+// embeddedRedis is a miniredis server on a loopback port with a clock.
+// miniredis expires keys only when told that time has passed, so a
+// goroutine tells it, every clockTick, how much real time has: lock leases
+// then run out as on a real Redis.
+type embeddedRedis struct {
+	srv  *miniredis.Miniredis
+	stop chan struct{} // closed by Close to stop the clock
+	done chan struct{} // closed by the clock goroutine when it ends
+}
+
+const clockTick = 50 * time.Millisecond
+
+func startEmbeddedRedis() (*embeddedRedis, error) {
+	srv := miniredis.NewMiniRedis()
+	if err := srv.StartAddr("127.0.0.1:0"); err != nil {
+		return nil, fmt.Errorf("embedded redis: %w", err)
+	}
+	e := &embeddedRedis{srv: srv, stop: make(chan struct{}), done: make(chan struct{})}
+	go e.clock()
+	return e, nil
+}
+
+// clock advances the server's TTLs by the real time that passed, until
+// stop is closed.
+func (e *embeddedRedis) clock() {
+	defer close(e.done)
+	t := time.NewTicker(clockTick)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case now := <-t.C:
+			e.srv.FastForward(now.Sub(last))
+			last = now
+		}
+	}
+}
+
+// Addr returns the server's host:port.
+func (e *embeddedRedis) Addr() string { return e.srv.Addr() }
+
+// Close stops the clock, waits for it, and stops the server.
+func (e *embeddedRedis) Close() error {
+	close(e.stop)
+	<-e.done
+	e.srv.Close()
+	return nil
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seatlock/seatlock/reservation"
+)
+
+func TestParseConfig(t *testing.T) {
+	defaults := config{
+		Addr: ":8080", Lock: reservation.LockKeyedRedis, Guard: reservation.GuardFence,
+		LockTTL: 10 * time.Second, LockWait: 5 * time.Second,
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want func(*config)
+	}{
+		{"defaults", nil, nil, func(*config) {}},
+		{"environment", nil, map[string]string{
+			"ADDR": "127.0.0.1:9000", "DATABASE_URL": "postgres://u@db/x", "REDIS_URL": "redis://r:6379/1",
+			"LOCK_STRATEGY": "none", "WRITE_GUARD": "off", "LOCK_TTL": "2s", "LOCK_WAIT": "250ms",
+			"PAYMENT_DELAY": "1.5s", "DEMO_MODE": "true", "ADMIN_TOKEN": "t",
+		}, func(c *config) {
+			*c = config{Addr: "127.0.0.1:9000", DatabaseURL: "postgres://u@db/x", RedisURL: "redis://r:6379/1",
+				Lock: reservation.LockNone, Guard: reservation.GuardOff, LockTTL: 2 * time.Second, LockWait: 250 * time.Millisecond,
+				PaymentDelay: 1500 * time.Millisecond, Demo: true, AdminToken: "t"}
+		}},
+		{"flags win over the environment",
+			[]string{"-addr", ":1", "-lock", "keyed", "-guard", "fence", "-lock-ttl", "3s", "-demo=false", "-payment-delay", "0"},
+			map[string]string{"ADDR": ":2", "LOCK_STRATEGY": "global", "WRITE_GUARD": "off", "LOCK_TTL": "bogus", "DEMO_MODE": "true", "PAYMENT_DELAY": "5s"},
+			func(c *config) { c.Addr, c.Lock, c.LockTTL = ":1", reservation.LockKeyed, 3*time.Second }},
+		{"unsafe strategies in demo mode", []string{"-demo", "-lock", "none", "-guard", "off"}, nil,
+			func(c *config) { c.Demo, c.Lock, c.Guard = true, reservation.LockNone, reservation.GuardOff }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseConfig(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := defaults
+			tc.want(&want)
+			if got != want {
+				t.Errorf("got  %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string // in the message
+	}{
+		{"bad duration flag", []string{"-lock-ttl", "10"}, nil, "lock-ttl"},
+		{"bad duration env", nil, map[string]string{"LOCK_WAIT": "5 seconds"}, "LOCK_WAIT"},
+		{"bad bool env", nil, map[string]string{"DEMO_MODE": "maybe"}, "DEMO_MODE"},
+		{"unknown strategy", []string{"-lock", "zookeeper"}, nil, "LOCK_STRATEGY"},
+		{"unknown strategy env", nil, map[string]string{"LOCK_STRATEGY": "Keyed"}, "LOCK_STRATEGY"},
+		{"unknown guard", nil, map[string]string{"WRITE_GUARD": "none"}, "WRITE_GUARD"},
+		{"none without demo", []string{"-lock", "none"}, nil, "DEMO_MODE"},
+		{"guard off without demo", nil, map[string]string{"WRITE_GUARD": "off"}, "DEMO_MODE"},
+		{"tiny lock ttl", []string{"-lock-ttl", "1ms"}, nil, "LOCK_TTL"},
+		{"zero lock wait", []string{"-lock-wait", "0s"}, nil, "LOCK_WAIT"},
+		{"negative payment delay", []string{"-payment-delay", "-1s"}, nil, "PAYMENT_DELAY"},
+		{"payment delay over a minute", nil, map[string]string{"PAYMENT_DELAY": "61s"}, "PAYMENT_DELAY"},
+		{"bad database URL", nil, map[string]string{"DATABASE_URL": "postgres://u:pw@host:notaport/db"}, "DATABASE_URL"},
+		{"bad redis URL", []string{"-redis-url", "http://r:6379"}, nil, "REDIS_URL"},
+		{"unknown flag", []string{"-nope"}, nil, "nope"},
+		{"positional argument", []string{"serve"}, nil, "serve"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseConfig(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+			var ce *configError
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want a *configError", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("message %q: want one line naming %s", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "pw") {
+				t.Errorf("message %q shows a password", err)
+			}
+		})
+	}
+}
+
+// TestExitStatus runs main in a child process and checks its exit status
+// and its one-line message.
+func TestExitStatus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	for _, tc := range []struct {
+		name   string
+		args   string
+		env    []string
+		status int
+		want   string
+	}{
+		{"bad duration", "-lock-ttl 10", nil, 2, "api: invalid value"},
+		{"bad strategy", "", []string{"LOCK_STRATEGY=mutex"}, 2, `api: LOCK_STRATEGY "mutex" is unknown`},
+		{"cannot listen", "-addr 127.0.0.1:99999", nil, 1, "api: "},
+		{"help", "-h", nil, 0, "Usage: api"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append([]string{"SEATLOCK_TEST_MAIN=1", "SEATLOCK_TEST_ARGS=" + tc.args, "PATH=" + os.Getenv("PATH")}, tc.env...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			status := 0
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				status = exit.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if status != tc.status || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("exit status %d, stderr %q; want %d and %q", status, stderr.String(), tc.status, tc.want)
+			}
+			if tc.status == 2 && strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 {
+				t.Errorf("a configuration error takes one line, got %q", stderr.String())
+			}
+		})
+	}
+}

@@ -1,0 +1,153 @@
+// Command api is the seatlock HTTP server: the booking API of DESIGN.md
+// section 4 over an in-memory or Postgres store, with seats protected by
+// the lock strategy of each screening.
+//
+// Every setting is a flag and an environment variable (the flag wins):
+//
+//	api -addr :8080 -lock keyed+redis -payment-delay 200ms
+//	DATABASE_URL=postgres://... REDIS_URL=redis://127.0.0.1:6379/0 api
+//
+// With no DATABASE_URL it keeps its data in memory; with no REDIS_URL it
+// starts an embedded Redis server, so that one binary alone runs the real
+// distributed-lock code. SIGINT or SIGTERM drain in-flight requests (their
+// locks are released), close the backends and exit 0. A bad setting exits 2.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/seatlock/seatlock/httpapi"
+	"github.com/seatlock/seatlock/reservation"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitCode reports err on stderr in one line and returns the exit status:
+// 0 for none, 2 for a configuration error, 1 for anything else.
+func exitCode(err error, stderr io.Writer) int {
+	var cfgErr *configError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &cfgErr):
+		fmt.Fprintf(stderr, "api: %v\n", err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "api: %v\n", err)
+		return 1
+	}
+}
+
+// Timeouts of the HTTP server. A booking may legitimately take the lock
+// wait plus a payment delay of up to a minute, so writes get longer than
+// that; headers and bodies, which are small, get little.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 15 * time.Second
+	idleTimeout       = 2 * time.Minute
+	maxHeaderBytes    = 32 << 10
+	writeMargin       = 15 * time.Second
+)
+
+// run is the whole program; main only hands it the process's environment.
+// It returns when ctx ends (after a graceful shutdown) or the server fails.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+
+	b, err := openBackends(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer b.close(logger)
+
+	svc := reservation.NewService(b.store, reservation.Options{
+		Lockers:             b.lockers,
+		DefaultLock:         cfg.Lock,
+		DefaultGuard:        cfg.Guard,
+		DefaultPaymentDelay: cfg.PaymentDelay,
+		LockWait:            cfg.LockWait,
+		Demo:                cfg.Demo,
+		LockHealth:          b.lockHealth,
+		Logger:              logger,
+	})
+	// Every instance makes sure of the demo screening; the second one finds
+	// it there (the store answers ErrConflict, which EnsureScreening takes).
+	if err := svc.EnsureScreening(ctx, reservation.NewScreening{ID: "demo", Movie: "Demo Night", Rows: 10, SeatsPerRow: 20}); err != nil {
+		return fmt.Errorf("demo screening: %w", err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv := &http.Server{
+		Handler: httpapi.NewServer(svc, httpapi.Options{
+			Logger:     logger,
+			Registry:   reg,
+			AdminToken: cfg.AdminToken,
+		}),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      cfg.LockWait + reservation.MaxPaymentDelay + writeMargin,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	// Tests and scripts read this line to find a port chosen by the system.
+	logger.Info("listening on http://"+ln.Addr().String(), "lock", cfg.Lock, "guard", cfg.Guard, "demo", cfg.Demo)
+
+	// The server goroutine is owned here: its result is always received
+	// before run returns.
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+
+	// Requests in flight finish, with their locks released, before the
+	// backends close. ctx has ended, so the drain gets a fresh context, as
+	// long as the longest request may take.
+	logger.Info("shutting down: draining requests")
+	drain, cancel := context.WithTimeout(context.Background(), srv.WriteTimeout)
+	defer cancel()
+	err = srv.Shutdown(drain)
+	if err != nil {
+		// Cut the connections still open: their requests' contexts end,
+		// so the bookings stop before they write and release their locks.
+		err = errors.Join(fmt.Errorf("shutdown: %w", err), srv.Close())
+	}
+	if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) {
+		err = errors.Join(err, serveErr)
+	}
+	if err == nil {
+		logger.Info("stopped")
+	}
+	return err
+}

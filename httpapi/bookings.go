@@ -1,0 +1,116 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/seatlock/seatlock/reservation"
+)
+
+// maxIdempotencyKeyLen bounds an Idempotency-Key header.
+const maxIdempotencyKeyLen = 255
+
+// handleBookingCreate books seats: 201 with the booking and its token, or
+// the error of the table in errors.go. An Idempotency-Key makes a retry
+// safe: the same key and body again answers the first booking again.
+func handleBookingCreate(svc *reservation.Service, m *metrics) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		key, ok := idempotencyKey(c)
+		if !ok {
+			return
+		}
+		var body createBookingJSON
+		if !decodeJSON(c, &body) {
+			return
+		}
+		ctx := c.Request.Context()
+		// The screening is read first for its strategy, which labels the
+		// booking metric: the point of the metric is to compare strategies.
+		sc, err := svc.Screening(ctx, c.Param("id"))
+		if err != nil {
+			respondErr(c, err)
+			return
+		}
+		conf, err := svc.Book(ctx, reservation.BookRequest{
+			ScreeningID:    sc.ID,
+			Seats:          body.Seats,
+			Customer:       body.Customer,
+			IdempotencyKey: key,
+		})
+		if err != nil {
+			respondErr(c, err)
+			m.bookings.WithLabelValues(string(sc.Lock), outcome(err)).Inc()
+			return
+		}
+		m.bookings.WithLabelValues(string(sc.Lock), "confirmed").Inc()
+		out := toBookingJSON(conf.Booking)
+		out.Token = conf.Token
+		c.Header("Location", "/v1/bookings/"+out.ID)
+		c.JSON(http.StatusCreated, out)
+	}
+}
+
+// outcome names a failed booking for the bookings metric by its error code.
+func outcome(err error) string {
+	for _, k := range errorKinds {
+		if errors.Is(err, k.err) {
+			return k.code
+		}
+	}
+	return codeInternal
+}
+
+// idempotencyKey returns the request's Idempotency-Key, "" when there is
+// none. A key must be 1 to 255 printable ASCII characters; otherwise it
+// answers 400 and returns false.
+func idempotencyKey(c *gin.Context) (string, bool) {
+	values := c.Request.Header.Values("Idempotency-Key")
+	if len(values) == 0 {
+		return "", true
+	}
+	key := values[0]
+	valid := len(values) == 1 && key != "" && len(key) <= maxIdempotencyKeyLen
+	for i := 0; valid && i < len(key); i++ {
+		valid = key[i] >= ' ' && key[i] <= '~'
+	}
+	if !valid {
+		respondCode(c, http.StatusBadRequest, codeInvalid, "Idempotency-Key must be one header of 1 to 255 printable ASCII characters")
+		return "", false
+	}
+	return key, true
+}
+
+// handleBookingGet answers a booking, without its token.
+func handleBookingGet(svc *reservation.Service) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		b, err := svc.Booking(c.Request.Context(), c.Param("id"))
+		if err != nil {
+			respondErr(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, toBookingJSON(b))
+	}
+}
+
+// handleBookingCancel cancels a booking with its token, which the client
+// sends as "Authorization: Bearer <token>" (the documented way), in an
+// X-Booking-Token header, or as ?token=. The service answers 401 for no
+// token, 403 for a wrong one and 404 for an unknown booking.
+func handleBookingCancel(svc *reservation.Service) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		token, ok := bearerToken(c.Request)
+		if !ok {
+			token = c.GetHeader("X-Booking-Token")
+		}
+		if token == "" {
+			token = c.Query("token")
+		}
+		if err := svc.Cancel(c.Request.Context(), c.Param("id"), token); err != nil {
+			respondErr(c, err)
+			return
+		}
+		c.Status(http.StatusNoContent)
+	}
+}

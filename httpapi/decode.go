@@ -1,0 +1,113 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+)
+
+// maxBodyBytes bounds every request body. The largest valid request, a
+// screening with a 200-character movie title, is far below it.
+const maxBodyBytes = 64 << 10
+
+// decodeJSON reads the request body into v, strictly: the body must be one
+// JSON value of v's shape, with no unknown fields and nothing after it. A
+// typo such as "seat" for "seats" is an error rather than a silently empty
+// field. On failure it answers 400 (or 413 for a body over maxBodyBytes)
+// and returns false.
+func decodeJSON(c *gin.Context, v any) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		respondCode(c, http.StatusRequestEntityTooLarge, codeTooLarge,
+			fmt.Sprintf("request body is larger than %d bytes", maxBodyBytes))
+		return false
+	case err != nil:
+		respondCode(c, http.StatusBadRequest, codeInvalid, "request body could not be read")
+		return false
+	case !utf8.Valid(body):
+		// encoding/json would quietly turn bad bytes into U+FFFD, and a
+		// customer name would be stored other than it was sent.
+		respondCode(c, http.StatusBadRequest, codeInvalid, "request body is not valid UTF-8")
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(v)
+	if err == nil {
+		// Anything but the end of the body after the value is an error.
+		var extra json.RawMessage
+		if err = dec.Decode(&extra); err == io.EOF {
+			return true
+		} else if err == nil {
+			err = errTrailingData
+		}
+	}
+	respondCode(c, http.StatusBadRequest, codeInvalid, describeJSONError(err))
+	return false
+}
+
+var errTrailingData = errors.New("trailing data")
+
+// describeJSONError turns a decoding error into a message for the client
+// that names the offending field where there is one. It never echoes the
+// client's input at length.
+func describeJSONError(err error) string {
+	var (
+		syntax    *json.SyntaxError
+		wrongType *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.Is(err, io.EOF):
+		return "request body is empty; want a JSON object"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "request body is truncated JSON"
+	case errors.Is(err, errTrailingData):
+		return "request body has data after the JSON object"
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("request body is not valid JSON (at byte %d)", syntax.Offset)
+	case errors.As(err, &wrongType):
+		if wrongType.Field == "" {
+			return fmt.Sprintf("request body must be a JSON object, not %s", wrongType.Value)
+		}
+		return fmt.Sprintf("field %q must be %s, not %s", wrongType.Field, jsonKind(wrongType.Type.Kind().String()), wrongType.Value)
+	default:
+		// encoding/json reports unknown fields only as text; its message
+		// quotes the field name, which is short and safe to show.
+		return "request body: " + clip(strings.TrimPrefix(err.Error(), "json: "), 120)
+	}
+}
+
+// jsonKind names a Go kind as the JSON a client should send instead.
+func jsonKind(kind string) string {
+	switch kind {
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "an integer in range"
+	case "float32", "float64":
+		return "a number"
+	case "string":
+		return "a string"
+	case "slice", "array":
+		return "an array"
+	case "bool":
+		return "true or false"
+	default:
+		return "an object"
+	}
+}
+
+// clip shortens s to at most n bytes for an error message.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

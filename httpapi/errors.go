@@ -1,0 +1,106 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/seatlock/seatlock/reservation"
+)
+
+// Error codes of the API that do not come from a domain error.
+const (
+	codeInvalid          = "invalid_request"
+	codeTooLarge         = "request_too_large"
+	codeNotFound         = "not_found"
+	codeMethodNotAllowed = "method_not_allowed"
+	codeUnauthorized     = "unauthorized"
+	codeForbidden        = "forbidden"
+	codeUnavailable      = "unavailable"
+	codeInternal         = "internal"
+)
+
+// Fixed messages of the answers whose cause a client must not see.
+const (
+	msgUnavailable = "a backend service is unavailable; nothing was booked, try again later"
+	msgInternal    = "internal server error"
+)
+
+// errorKind is one row of the table: the status and code a domain error
+// becomes, and whether the error's own text may be shown to the client.
+type errorKind struct {
+	err        error
+	status     int
+	code       string
+	showDetail bool
+}
+
+// errorKinds maps every domain error to its answer, in one place. The first
+// row that matches (errors.Is) wins, so more specific errors come first.
+// Errors matching no row are 500 internal.
+var errorKinds = []errorKind{
+	{reservation.ErrInvalid, http.StatusBadRequest, codeInvalid, true},
+	{reservation.ErrNotFound, http.StatusNotFound, codeNotFound, true},
+	{reservation.ErrSeatTaken, http.StatusConflict, "seat_taken", true},
+	{reservation.ErrSeatBusy, http.StatusConflict, "seat_busy", true},
+	{reservation.ErrLockLost, http.StatusConflict, "lock_lost", true},
+	{reservation.ErrStaleToken, http.StatusConflict, "lock_lost", true},
+	{reservation.ErrConflict, http.StatusConflict, "conflict", true},
+	{reservation.ErrIdempotencyMismatch, http.StatusUnprocessableEntity, "idempotency_mismatch", true},
+	{reservation.ErrUnauthorized, http.StatusUnauthorized, codeUnauthorized, true},
+	{reservation.ErrForbidden, http.StatusForbidden, codeForbidden, true},
+	{reservation.ErrUnavailable, http.StatusServiceUnavailable, codeUnavailable, false},
+	// The request's context ended: the client went away or a deadline
+	// passed. The client rarely sees this answer; the log line does.
+	{context.Canceled, http.StatusServiceUnavailable, codeUnavailable, false},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, codeUnavailable, false},
+}
+
+// errorBody is the JSON of every error answer.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string   `json:"code"`
+	Message string   `json:"message"`
+	Seats   []string `json:"seats,omitempty"` // with seat_taken
+}
+
+// respondErr answers with the status and code of err's row in errorKinds.
+// For 5xx answers the error is attached to the gin context, so that the
+// request's log line carries it, and the client sees a fixed message.
+func respondErr(c *gin.Context, err error) {
+	kind := errorKind{status: http.StatusInternalServerError, code: codeInternal}
+	for _, k := range errorKinds {
+		if errors.Is(err, k.err) {
+			kind = k
+			break
+		}
+	}
+	d := errorDetail{Code: kind.code}
+	switch {
+	case kind.showDetail:
+		d.Message = err.Error()
+	case kind.status == http.StatusServiceUnavailable:
+		d.Message = msgUnavailable
+	default:
+		d.Message = msgInternal
+	}
+	var taken *reservation.SeatsTakenError
+	if errors.As(err, &taken) {
+		d.Seats = taken.Seats
+	}
+	if kind.status >= 500 {
+		_ = c.Error(err)
+	}
+	c.AbortWithStatusJSON(kind.status, errorBody{Error: d})
+}
+
+// respondCode answers with an error that the HTTP layer found itself (bad
+// JSON, a missing admin token): its message is meant for the client.
+func respondCode(c *gin.Context, status int, code, message string) {
+	c.AbortWithStatusJSON(status, errorBody{Error: errorDetail{Code: code, Message: message}})
+}

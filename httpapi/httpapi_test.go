@@ -1,0 +1,111 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seatlock/seatlock/reservation"
+)
+
+// TestErrorTable checks the one mapping from domain errors to answers,
+// wrapped as the service and stores wrap them, and that 5xx answers carry
+// a fixed message rather than the cause.
+func TestErrorTable(t *testing.T) {
+	secret := "dial tcp 10.0.0.7:5432: SELECT * FROM bookings"
+	for _, tc := range []struct {
+		err    error
+		status int
+		code   string
+		shown  bool // whether the error's text is the message
+	}{
+		{fmt.Errorf("seat %q: %w", "Z9", reservation.ErrInvalid), 400, "invalid_request", true},
+		{fmt.Errorf("postgres: get: %w", reservation.ErrNotFound), 404, "not_found", true},
+		{reservation.ErrConflict, 409, "conflict", true},
+		{&reservation.SeatsTakenError{Seats: []string{"C7"}}, 409, "seat_taken", true},
+		{reservation.ErrSeatBusy, 409, "seat_busy", true},
+		{fmt.Errorf("lost: %w", reservation.ErrLockLost), 409, "lock_lost", true},
+		{reservation.ErrIdempotencyMismatch, 422, "idempotency_mismatch", true},
+		{reservation.ErrUnauthorized, 401, "unauthorized", true},
+		{reservation.ErrForbidden, 403, "forbidden", true},
+		{fmt.Errorf("store: %w: %s", reservation.ErrUnavailable, secret), 503, "unavailable", false},
+		{fmt.Errorf("book: %w", context.Canceled), 503, "unavailable", false},
+		{context.DeadlineExceeded, 503, "unavailable", false},
+		{errors.New(secret), 500, "internal", false},
+	} {
+		t.Run(tc.code, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			c, _ := gin.CreateTestContext(w)
+			respondErr(c, tc.err)
+			var body struct {
+				Error struct {
+					Code, Message string
+					Seats         []string
+				}
+			}
+			if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+				t.Fatal(err)
+			}
+			if w.Code != tc.status || body.Error.Code != tc.code {
+				t.Errorf("%v: answered %d %s, want %d %s", tc.err, w.Code, body.Error.Code, tc.status, tc.code)
+			}
+			if shown := body.Error.Message == tc.err.Error(); shown != tc.shown {
+				t.Errorf("message %q; want the error's text shown: %v", body.Error.Message, tc.shown)
+			}
+			if strings.Contains(w.Body.String(), "10.0.0.7") {
+				t.Errorf("answer leaks the cause: %s", w.Body)
+			}
+			if tc.code == "seat_taken" && (len(body.Error.Seats) != 1 || body.Error.Seats[0] != "C7") {
+				t.Errorf("seat_taken lists %v", body.Error.Seats)
+			}
+			if logged := len(c.Errors) > 0; logged != (tc.status >= 500) {
+				t.Errorf("error attached for the log: %v, want it for 5xx only", logged)
+			}
+		})
+	}
+}
+
+// TestRecoverPanics checks that a panicking handler answers a JSON 500
+// without details, logs the panic, and the server goes on serving.
+func TestRecoverPanics(t *testing.T) {
+	var log bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.Use(observe(logger, newMetrics(prometheus.NewRegistry())), recoverPanics(logger))
+	r.GET("/boom", func(*gin.Context) { panic("secret detail") })
+
+	w := httptest.NewRecorder()
+	r.ServeHTTP(w, httptest.NewRequest("GET", "/boom", nil))
+	if w.Code != http.StatusInternalServerError || strings.Contains(w.Body.String(), "secret") ||
+		!strings.Contains(w.Body.String(), `"code":"internal"`) {
+		t.Errorf("answer %d %s", w.Code, w.Body)
+	}
+	if !strings.Contains(log.String(), "secret detail") || !strings.Contains(log.String(), "status=500") {
+		t.Errorf("log lacks the panic or the request line:\n%s", log.String())
+	}
+}
+
+// TestNewServerSharesRegistry checks that two servers on one registry do
+// not panic but share their series.
+func TestNewServerSharesRegistry(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	svc := reservation.NewService(nil, reservation.Options{})
+	NewServer(svc, Options{Registry: reg})
+	h := NewServer(svc, Options{Registry: reg})
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/healthz", nil))
+	if w.Code != http.StatusOK || w.Body.String() != `{"status":"ok"}` {
+		t.Errorf("healthz: %d %s", w.Code, w.Body)
+	}
+}

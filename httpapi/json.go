@@ -1,0 +1,98 @@
+package httpapi
+
+import (
+	"time"
+
+	"github.com/seatlock/seatlock/reservation"
+)
+
+// The JSON shapes of DESIGN.md section 4. They are separate from the domain
+// types so that the wire format is written down in one place and a change
+// of the domain cannot change the API by accident.
+
+// screeningJSON is a Screening.
+type screeningJSON struct {
+	ID             string    `json:"id"`
+	Movie          string    `json:"movie"`
+	StartsAt       time.Time `json:"starts_at"`
+	Rows           int       `json:"rows"`
+	SeatsPerRow    int       `json:"seats_per_row"`
+	Lock           string    `json:"lock"`
+	Guard          string    `json:"guard"`
+	PaymentDelayMS int64     `json:"payment_delay_ms"`
+}
+
+func toScreeningJSON(s reservation.Screening) screeningJSON {
+	return screeningJSON{
+		ID:             s.ID,
+		Movie:          s.Movie,
+		StartsAt:       s.StartsAt.UTC(),
+		Rows:           s.Rows,
+		SeatsPerRow:    s.SeatsPerRow,
+		Lock:           string(s.Lock),
+		Guard:          string(s.Guard),
+		PaymentDelayMS: s.PaymentDelay.Milliseconds(),
+	}
+}
+
+// createScreeningJSON is the body of POST /v1/screenings. Optional fields
+// are pointers or empty strings, so that "not sent" takes the server's
+// default. starts_at is a string so that a bad time gets a clear message.
+type createScreeningJSON struct {
+	ID             string `json:"id"`
+	Movie          string `json:"movie"`
+	StartsAt       string `json:"starts_at"`
+	Rows           int    `json:"rows"`
+	SeatsPerRow    int    `json:"seats_per_row"`
+	Lock           string `json:"lock"`
+	Guard          string `json:"guard"`
+	PaymentDelayMS *int64 `json:"payment_delay_ms"`
+}
+
+// seatJSON is a Seat; booking_id is left out for a free seat.
+type seatJSON struct {
+	ID        string `json:"id"`
+	Row       string `json:"row"`
+	Number    int    `json:"number"`
+	Status    string `json:"status"`
+	BookingID string `json:"booking_id,omitempty"`
+}
+
+// seatMapJSON is the answer of GET /v1/screenings/{id}/seats.
+type seatMapJSON struct {
+	ScreeningID string     `json:"screening_id"`
+	Seats       []seatJSON `json:"seats"`
+}
+
+// bookingJSON is a Booking. Token is set only in the 201 answer that
+// creates the booking (or replays it): it is the secret that cancels it.
+type bookingJSON struct {
+	ID          string    `json:"id"`
+	ScreeningID string    `json:"screening_id"`
+	Seats       []string  `json:"seats"`
+	Customer    string    `json:"customer"`
+	Status      string    `json:"status"`
+	CreatedAt   time.Time `json:"created_at"`
+	Token       string    `json:"token,omitempty"`
+}
+
+func toBookingJSON(b reservation.Booking) bookingJSON {
+	seats := b.Seats
+	if seats == nil {
+		seats = []string{}
+	}
+	return bookingJSON{
+		ID:          b.ID,
+		ScreeningID: b.ScreeningID,
+		Seats:       seats,
+		Customer:    b.Customer,
+		Status:      string(b.Status),
+		CreatedAt:   b.CreatedAt.UTC(),
+	}
+}
+
+// createBookingJSON is the body of POST /v1/screenings/{id}/bookings.
+type createBookingJSON struct {
+	Seats    []string `json:"seats"`
+	Customer string   `json:"customer"`
+}

@@ -1,0 +1,109 @@
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+)
+
+// requestIDKey is where observe stores the request id in the gin context.
+const requestIDKey = "seatlock.request_id"
+
+// observe gives every request an id (the client's X-Request-ID if it is
+// sensible, else a new uuid), echoes it, and after the request logs one line
+// and records the request metrics. It runs outermost, so it sees the status
+// of every answer, including recovered panics and 404s.
+func observe(logger *slog.Logger, m *metrics) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		id := c.GetHeader("X-Request-ID")
+		if !validRequestID(id) {
+			id = uuid.NewString()
+		}
+		c.Set(requestIDKey, id)
+		c.Header("X-Request-ID", id)
+		route := c.FullPath() // the pattern; empty when no route matched
+		if route == "" {
+			route = "unmatched"
+		}
+		inFlight := m.inFlight.WithLabelValues(route)
+		inFlight.Inc()
+		defer inFlight.Dec()
+
+		c.Next()
+
+		elapsed := time.Since(start)
+		status := c.Writer.Status()
+		m.requests.WithLabelValues(route, c.Request.Method, strconv.Itoa(status)).Inc()
+		m.duration.WithLabelValues(route).Observe(elapsed.Seconds())
+
+		attrs := []slog.Attr{
+			slog.String("id", id),
+			slog.String("method", c.Request.Method),
+			slog.String("route", route),
+			slog.Int("status", status),
+			slog.Duration("duration", elapsed),
+		}
+		if route == "unmatched" {
+			attrs = append(attrs, slog.String("path", clip(c.Request.URL.Path, 200)))
+		}
+		level := slog.LevelInfo
+		if err := c.Errors.Last(); err != nil {
+			attrs = append(attrs, slog.String("err", err.Error()))
+			level = slog.LevelError
+		}
+		if c.Request.Context().Err() != nil {
+			// The client went away before the answer (nginx logs 499).
+			attrs = append(attrs, slog.Bool("client_gone", true))
+			level = slog.LevelWarn
+		}
+		logger.LogAttrs(c.Request.Context(), level, "request", attrs...)
+	}
+}
+
+// validRequestID accepts a client's request id of up to 128 visible ASCII
+// characters, so that a log line cannot be forged or flooded through it.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// recoverPanics turns a panic in a handler into a JSON 500 without
+// details, and logs the panic with its stack. No handler should panic on
+// any input; this is the net under that promise, not a way to report errors.
+func recoverPanics(logger *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				// The handler asked net/http to abort the connection.
+				panic(v)
+			}
+			logger.Error("panic serving request",
+				"id", c.GetString(requestIDKey),
+				"panic", v,
+				"stack", string(debug.Stack()))
+			if c.Writer.Written() {
+				c.Abort()
+				return
+			}
+			respondCode(c, http.StatusInternalServerError, codeInternal, msgInternal)
+		}()
+		c.Next()
+	}
+}

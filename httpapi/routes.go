@@ -1,0 +1,28 @@
+package httpapi
+
+import (
+	"github.com/gin-gonic/gin"
+
+	"github.com/seatlock/seatlock/reservation"
+)
+
+// addRoutes lists every route of the API, each with the dependencies its
+// handler uses.
+func addRoutes(r *gin.Engine, svc *reservation.Service, opts Options, m *metrics) {
+	r.GET("/", handleIndex())
+	r.GET("/healthz", handleHealthz())
+	r.GET("/readyz", handleReadyz(svc, opts.ReadyTimeout))
+	r.GET("/metrics", handleMetrics(opts.Registry))
+
+	v1 := r.Group("/v1")
+	v1.GET("/screenings", handleScreeningList(svc))
+	v1.POST("/screenings", requireAdmin(opts.AdminToken), handleScreeningCreate(svc))
+	v1.GET("/screenings/:id", handleScreeningGet(svc))
+	v1.GET("/screenings/:id/seats", handleSeatMap(svc))
+	v1.POST("/screenings/:id/bookings", handleBookingCreate(svc, m))
+	v1.GET("/bookings/:id", handleBookingGet(svc))
+	v1.DELETE("/bookings/:id", handleBookingCancel(svc))
+
+	r.NoRoute(handleNoRoute())
+	r.NoMethod(handleNoMethod())
+}

@@ -1,0 +1,60 @@
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seatlock/seatlock/reservation"
+)
+
+// Options configure the server. The zero value works.
+type Options struct {
+	// Logger receives one line per request and every panic. Nil discards.
+	Logger *slog.Logger
+
+	// Registry receives the server's metrics and is what GET /metrics
+	// serves. Nil means a registry of the server's own. Give it the Go and
+	// process collectors too if you want them exported.
+	Registry *prometheus.Registry
+
+	// AdminToken, when not empty, is the bearer token that
+	// POST /v1/screenings requires.
+	AdminToken string
+
+	// ReadyTimeout bounds the backend checks of GET /readyz. Zero means 2s.
+	ReadyTimeout time.Duration
+}
+
+// NewServer returns the HTTP handler of the seatlock API over svc: every
+// route of DESIGN.md section 4 (see routes.go), behind the middleware that
+// gives each request an id, logs it, measures it and turns a panic into a
+// JSON 500.
+func NewServer(svc *reservation.Service, opts Options) http.Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = 2 * time.Second
+	}
+	m := newMetrics(opts.Registry)
+
+	// Release mode keeps gin from printing its debug banner and every
+	// route; gin stores the mode atomically, so setting it here is safe.
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	// An API answers a wrong path with 404 and a wrong method with 405,
+	// in JSON, instead of redirecting to a guessed path.
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleMethodNotAllowed = true
+	r.Use(observe(opts.Logger, m), recoverPanics(opts.Logger))
+	addRoutes(r, svc, opts, m)
+	return r
+}
