@@ -16,6 +16,10 @@ const (
 	scenarioSpread = "spread"
 	scenarioMixed  = "mixed"
 	scenarioMulti  = "multi"
+	// scenarioHealthz is the calibration scenario: GET /healthz, nothing
+	// booked, nothing verified. It measures how fast loadgen itself can
+	// send, to compare with a tool such as wrk on the same endpoint.
+	scenarioHealthz = "healthz"
 )
 
 // config is everything one run needs, parsed and validated from the command
@@ -104,7 +108,7 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 		paymentDelay optionalDuration
 	)
 	fs.StringVar(&targets, "targets", "http://127.0.0.1:8080", "comma-separated API base URLs; requests are spread round-robin")
-	fs.StringVar(&cfg.scenario, "scenario", scenarioHot, "hot, spread, mixed or multi")
+	fs.StringVar(&cfg.scenario, "scenario", scenarioHot, "hot, spread, mixed, multi, or healthz (calibration: GET /healthz, no verification)")
 	fs.IntVar(&cfg.clients, "clients", 64, "concurrent clients (closed loop); with -rate, the most requests in flight")
 	fs.Float64Var(&cfg.rate, "rate", 0, "requests per second, open loop (0 = closed loop)")
 	fs.IntVar(&cfg.requests, "requests", 2000, "stop after this many requests")
@@ -151,9 +155,9 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 // validate checks the values that flag parsing alone cannot.
 func (c *config) validate() error {
 	switch c.scenario {
-	case scenarioHot, scenarioSpread, scenarioMixed, scenarioMulti:
+	case scenarioHot, scenarioSpread, scenarioMixed, scenarioMulti, scenarioHealthz:
 	default:
-		return usagef("-scenario %q: want hot, spread, mixed or multi", c.scenario)
+		return usagef("-scenario %q: want hot, spread, mixed, multi or healthz", c.scenario)
 	}
 	switch {
 	case c.clients < 1:

@@ -53,7 +53,7 @@ func (r *record) latency() time.Duration { return r.done - r.intended }
 type driver struct {
 	client  *client
 	targets []string // requests go round-robin over these
-	picker  picker
+	picker  picker // nil for healthz: every request is GET /healthz
 	clients int
 	rate    float64 // requests per second; 0 = closed loop
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -27,6 +28,22 @@ func (v verdict) MarshalJSON() ([]byte, error) {
 		return json.Marshal(string(unknownVerdict))
 	}
 	return []byte(v), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, so that a saved report (and
+// the tests) can be read back.
+func (v *verdict) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case "true":
+		*v = linearizable
+	case "false":
+		*v = notLinearizable
+	case `"unknown"`:
+		*v = unknownVerdict
+	default:
+		return fmt.Errorf("linearizable: want true, false or \"unknown\", got %s", b)
+	}
+	return nil
 }
 
 // The model: each seat is a register that is free or held by one customer.

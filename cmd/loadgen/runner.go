@@ -46,6 +46,9 @@ func runScenario(ctx context.Context, cfg config, p progress) (*report, error) {
 			return nil, usagef("target %s is unreachable: %v", t, err)
 		}
 	}
+	if cfg.scenario == scenarioHealthz {
+		return runHealthz(ctx, c, cfg, p)
+	}
 	// Set-up and verification go to the first target; with one shared
 	// database every instance sees the same screenings.
 	setup := cfg.targets[0]
