@@ -1,0 +1,440 @@
+// Package distlocktest is the conformance suite of distlock: every backend
+// runs it, so every backend keeps the promises of distlock.Locker and
+// distlock.Lock the same way.
+//
+// A backend's test calls Run with a function that makes a new, independent
+// Locker (its own client, as a separate process would have) and Options
+// that say what the backend can do:
+//
+//	func TestConformance(t *testing.T) {
+//		distlocktest.Run(t, func(t *testing.T) distlock.Locker {
+//			return newLockerForTest(t) // same key space for one t, new client each call
+//		}, distlocktest.Options{TTL: time.Second, Fencing: true})
+//	}
+//
+// The suite checks mutual exclusion under contention, expiry of a vanished
+// holder, refusal of a non-owner's release and refresh, detection of a lost
+// lease, cancellation while waiting, waits that outlast the lease, fencing
+// tokens and all-or-nothing multi-key locks.
+package distlocktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/seatlock/seatlock/distlock"
+)
+
+// Options says how the backend under test behaves, and gives the suite the
+// hooks some tests need. Tests whose hook is nil are skipped.
+type Options struct {
+	// TTL is the lease of the locks the Lockers hand out. Tests wait a few
+	// TTLs, so keep it short; about a second suits a loaded CI machine.
+	TTL time.Duration
+
+	// NewNonRenewing returns a Locker on the same keys as newLocker's whose
+	// locks are never renewed: it plays a holder that crashed while holding.
+	NewNonRenewing func(t *testing.T) distlock.Locker
+
+	// Expire ends the lease on key at once, as if it had run out or the
+	// server had lost it (for Redis: delete the lock key).
+	Expire func(t *testing.T, key string)
+
+	// Fencing says whether Lock.Token returns fencing tokens.
+	Fencing bool
+}
+
+// Run runs the conformance suite as subtests of t. newLocker is called
+// several times per subtest; the Lockers it returns for one t must share
+// their keys, and those for different t must not.
+func Run(t *testing.T, newLocker func(t *testing.T) distlock.Locker, opts Options) {
+	t.Helper()
+	if opts.TTL <= 0 {
+		t.Fatal("distlocktest: Options.TTL must be set")
+	}
+	s := &suite{newLocker: newLocker, opts: opts}
+	t.Run("MutualExclusion", s.mutualExclusion)
+	t.Run("ExpiryOfVanishedHolder", s.expiryOfVanishedHolder)
+	t.Run("NonOwnerRefused", s.nonOwnerRefused)
+	t.Run("LossOnDelete", s.lossOnDelete)
+	t.Run("LossOnExpiry", s.lossOnExpiry)
+	t.Run("CancelWhileWaiting", s.cancelWhileWaiting)
+	t.Run("WaitOutlastsLease", s.waitOutlastsLease)
+	t.Run("FencingIncreases", s.fencingIncreases)
+	t.Run("MultiKeyAllOrNothing", s.multiKeyAllOrNothing)
+}
+
+type suite struct {
+	newLocker func(t *testing.T) distlock.Locker
+	opts      Options
+}
+
+// keys returns n fresh keys sharing a hash tag, so that a Redis Cluster
+// can lock them together.
+func keys(n int) []string {
+	tag := uuid.NewString()[:8]
+	ks := make([]string, n)
+	for i := range ks {
+		ks[i] = fmt.Sprintf("{%s}:seat-%d", tag, i+1)
+	}
+	return ks
+}
+
+func obtain(t *testing.T, l distlock.Locker, wait time.Duration, keys ...string) distlock.Lock {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	lock, err := l.Obtain(ctx, keys...)
+	if err != nil {
+		t.Fatalf("Obtain(%q): %v", keys, err)
+	}
+	return lock
+}
+
+// release releases lock at the end of the test, whatever it returns: the
+// test itself checks Release where it matters.
+func releaseAtEnd(t *testing.T, lock distlock.Lock) {
+	t.Cleanup(func() { _ = lock.Release(context.Background()) })
+}
+
+// assertNotObtainable checks that keys cannot be had within wait.
+func assertNotObtainable(t *testing.T, l distlock.Locker, wait time.Duration, keys ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	lock, err := l.Obtain(ctx, keys...)
+	if err == nil {
+		_ = lock.Release(context.Background())
+		t.Fatalf("Obtain(%q) succeeded while it should be held", keys)
+	}
+	if !errors.Is(err, distlock.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Obtain(%q) = %v, want ErrNotAcquired joined with DeadlineExceeded", keys, err)
+	}
+}
+
+func (s *suite) mutualExclusion(t *testing.T) {
+	t.Parallel()
+	const lockers, perLocker, rounds = 3, 2, 15 // 90 critical sections by 6 goroutines
+	ls := make([]distlock.Locker, lockers)
+	for i := range ls {
+		ls[i] = s.newLocker(t)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
+	defer cancel()
+	r := contend(ctx, ls, perLocker, rounds, keys(1)[0], s.opts.Fencing)
+	if r.overlaps != 0 || r.counter != r.sections || r.staleTokens != 0 {
+		t.Errorf("exclusion broken: %d overlapping critical sections, counter %d after %d sections, %d fencing tokens not above the previous holder's",
+			r.overlaps, r.counter, r.sections, r.staleTokens)
+	}
+	if r.err != nil {
+		t.Error(r.err)
+	}
+}
+
+// contention is what contend observed.
+type contention struct {
+	sections    int   // critical sections run
+	overlaps    int   // critical sections that found another one running
+	counter     int   // the shared counter, incremented once per section
+	staleTokens int   // fencing tokens not above the previous section's
+	err         error // the first error from Obtain or Release
+}
+
+// contend runs rounds critical sections on key in perLocker goroutines per
+// locker. Each section reads a shared counter, yields, and writes it back
+// plus one: without mutual exclusion, increments are lost and sections
+// overlap. The suite's own tests run it on a locker that does not exclude,
+// to prove it notices.
+func contend(ctx context.Context, ls []distlock.Locker, perLocker, rounds int, key string, fencing bool) contention {
+	var (
+		inside   atomic.Int32
+		overlaps atomic.Int32
+		stale    atomic.Int32
+		// counter and lastTok are only used inside the critical section.
+		// They are atomics only because the race detector cannot see the
+		// ordering that the lock's round trips through the backend give:
+		// a Load followed by a separate Store still loses updates when
+		// sections overlap.
+		counter  atomic.Int64
+		lastTok  atomic.Int64
+		errOnce  sync.Once
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for _, l := range ls {
+		for range perLocker {
+			wg.Go(func() {
+				for range rounds {
+					lock, err := l.Obtain(ctx, key)
+					if err != nil {
+						errOnce.Do(func() { firstErr = fmt.Errorf("Obtain: %w", err) })
+						return
+					}
+					if inside.Add(1) != 1 {
+						overlaps.Add(1)
+					}
+					if fencing {
+						if tok := lock.Token(key); tok <= lastTok.Load() {
+							stale.Add(1)
+						} else {
+							lastTok.Store(tok)
+						}
+					}
+					c := counter.Load()
+					time.Sleep(200 * time.Microsecond) // widen the window a broken lock lets others in
+					counter.Store(c + 1)
+					inside.Add(-1)
+					if err := lock.Release(ctx); err != nil {
+						// Keep going: a broken lock should show in the counts too.
+						errOnce.Do(func() { firstErr = fmt.Errorf("Release: %w", err) })
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return contention{
+		sections:    len(ls) * perLocker * rounds,
+		overlaps:    int(overlaps.Load()),
+		counter:     int(counter.Load()),
+		staleTokens: int(stale.Load()),
+		err:         firstErr,
+	}
+}
+
+func (s *suite) expiryOfVanishedHolder(t *testing.T) {
+	if s.opts.NewNonRenewing == nil {
+		t.Skip("no Options.NewNonRenewing")
+	}
+	t.Parallel()
+	key := keys(1)[0]
+	start := time.Now()
+	gone := obtain(t, s.opts.NewNonRenewing(t), time.Second, key) // never released
+	releaseAtEnd(t, gone)
+
+	lock := obtain(t, s.newLocker(t), 10*s.opts.TTL, key)
+	releaseAtEnd(t, lock)
+	if waited := time.Since(start); waited < s.opts.TTL*9/10 {
+		t.Fatalf("key taken over after %v, before the TTL %v of the vanished holder ran out", waited, s.opts.TTL)
+	}
+}
+
+func (s *suite) nonOwnerRefused(t *testing.T) {
+	if s.opts.Expire == nil {
+		t.Skip("no Options.Expire")
+	}
+	t.Parallel()
+	key := keys(1)[0]
+	stale := obtain(t, s.newLocker(t), time.Second, key)
+	releaseAtEnd(t, stale)
+	s.opts.Expire(t, key)
+	owner := obtain(t, s.newLocker(t), 5*time.Second, key)
+	releaseAtEnd(t, owner)
+
+	ctx := t.Context()
+	if err := stale.Refresh(ctx); !errors.Is(err, distlock.ErrNotHeld) {
+		t.Fatalf("stale holder's Refresh = %v, want ErrNotHeld", err)
+	}
+	if err := stale.Err(); !errors.Is(err, distlock.ErrLost) {
+		t.Fatalf("stale holder's Err after a refused Refresh = %v, want ErrLost", err)
+	}
+	if err := stale.Release(ctx); !errors.Is(err, distlock.ErrNotHeld) {
+		t.Fatalf("stale holder's Release = %v, want ErrNotHeld", err)
+	}
+	if err := owner.Err(); err != nil {
+		t.Fatalf("owner's Err after the stale holder's release = %v, want nil", err)
+	}
+	if err := owner.Refresh(ctx); err != nil {
+		t.Fatalf("owner's Refresh = %v, want nil", err)
+	}
+	assertNotObtainable(t, s.newLocker(t), 200*time.Millisecond, key)
+	if err := owner.Release(ctx); err != nil {
+		t.Fatalf("owner's Release = %v", err)
+	}
+	if err := owner.Release(ctx); !errors.Is(err, distlock.ErrNotHeld) {
+		t.Fatalf("second Release = %v, want ErrNotHeld", err)
+	}
+	if err := owner.Err(); !errors.Is(err, distlock.ErrNotHeld) {
+		t.Fatalf("Err after Release = %v, want ErrNotHeld", err)
+	}
+	select {
+	case <-owner.Lost():
+		t.Fatal("Release closed Lost")
+	default:
+	}
+}
+
+// waitLost waits for lock's Lost channel and checks Err.
+func (s *suite) waitLost(t *testing.T, lock distlock.Lock, within time.Duration) {
+	t.Helper()
+	select {
+	case <-lock.Lost():
+	case <-time.After(within):
+		t.Fatalf("Lost not closed within %v", within)
+	}
+	if err := lock.Err(); !errors.Is(err, distlock.ErrLost) {
+		t.Fatalf("Err after Lost = %v, want ErrLost", err)
+	}
+}
+
+func (s *suite) lossOnDelete(t *testing.T) {
+	if s.opts.Expire == nil {
+		t.Skip("no Options.Expire")
+	}
+	t.Parallel()
+	key := keys(1)[0]
+	lock := obtain(t, s.newLocker(t), time.Second, key)
+	releaseAtEnd(t, lock)
+	if err := lock.Err(); err != nil {
+		t.Fatalf("Err while held = %v", err)
+	}
+	s.opts.Expire(t, key)
+	s.waitLost(t, lock, 5*s.opts.TTL)
+	if err := lock.Release(t.Context()); !errors.Is(err, distlock.ErrNotHeld) {
+		t.Fatalf("Release after loss = %v, want ErrNotHeld", err)
+	}
+}
+
+func (s *suite) lossOnExpiry(t *testing.T) {
+	if s.opts.NewNonRenewing == nil {
+		t.Skip("no Options.NewNonRenewing")
+	}
+	t.Parallel()
+	key := keys(1)[0]
+	lock := obtain(t, s.opts.NewNonRenewing(t), time.Second, key)
+	releaseAtEnd(t, lock)
+	s.waitLost(t, lock, 5*s.opts.TTL)
+}
+
+func (s *suite) cancelWhileWaiting(t *testing.T) {
+	t.Parallel()
+	key := keys(1)[0]
+	holder := obtain(t, s.newLocker(t), time.Second, key)
+	releaseAtEnd(t, holder)
+	waiter := s.newLocker(t)
+
+	t.Run("Canceled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(100*time.Millisecond, cancel)
+		_, err := waiter.Obtain(ctx, key)
+		if !errors.Is(err, distlock.ErrNotAcquired) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("Obtain = %v, want ErrNotAcquired and context.Canceled", err)
+		}
+	})
+	t.Run("DeadlineExceeded", func(t *testing.T) {
+		assertNotObtainable(t, waiter, 100*time.Millisecond, key)
+	})
+	if err := holder.Err(); err != nil {
+		t.Fatalf("holder's Err = %v, want nil", err)
+	}
+}
+
+func (s *suite) waitOutlastsLease(t *testing.T) {
+	t.Parallel()
+	key := keys(1)[0]
+	holder := obtain(t, s.newLocker(t), time.Second, key)
+	releaseAtEnd(t, holder)
+
+	var released atomic.Bool
+	got := make(chan error, 1)
+	go func() {
+		lock, err := s.newLocker(t).Obtain(t.Context(), key) // no deadline of its own
+		if err == nil {
+			if !released.Load() {
+				err = errors.New("waiter got the key before the holder released it")
+			}
+			_ = lock.Release(context.Background())
+		}
+		got <- err
+	}()
+
+	time.Sleep(s.opts.TTL * 5 / 2)
+	if err := holder.Err(); err != nil {
+		t.Fatalf("holder's Err after 2.5 TTL = %v, want nil (renewed)", err)
+	}
+	released.Store(true)
+	if err := holder.Release(t.Context()); err != nil {
+		t.Fatalf("holder's Release = %v", err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("waiter: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("waiter did not get the key within 10s of its release")
+	}
+}
+
+func (s *suite) fencingIncreases(t *testing.T) {
+	if !s.opts.Fencing {
+		t.Skip("backend has no fencing tokens")
+	}
+	t.Parallel()
+	key := keys(1)[0]
+	ls := []distlock.Locker{s.newLocker(t), s.newLocker(t)}
+	var last int64
+	for i := range 6 {
+		lock := obtain(t, ls[i%2], 5*time.Second, key)
+		tok := lock.Token(key)
+		if tok <= last {
+			t.Fatalf("holder %d got fencing token %d, not above the previous %d", i, tok, last)
+		}
+		last = tok
+		if tok := lock.Token("not-" + key); tok != 0 {
+			t.Fatalf("Token of a key not locked = %d, want 0", tok)
+		}
+		if i == 3 && s.opts.Expire != nil {
+			s.opts.Expire(t, key) // the next token must not restart with the lease
+			_ = lock.Release(t.Context())
+			continue
+		}
+		if err := lock.Release(t.Context()); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+	}
+}
+
+func (s *suite) multiKeyAllOrNothing(t *testing.T) {
+	t.Parallel()
+	ks := keys(3)
+	a, b := s.newLocker(t), s.newLocker(t)
+
+	middle := obtain(t, a, time.Second, ks[1])
+	releaseAtEnd(t, middle)
+	assertNotObtainable(t, b, 300*time.Millisecond, ks...)
+
+	// Nothing of the refused set was left taken.
+	for _, k := range []string{ks[0], ks[2]} {
+		lock := obtain(t, a, time.Second, k)
+		if err := lock.Release(t.Context()); err != nil {
+			t.Fatalf("Release(%q): %v", k, err)
+		}
+	}
+
+	if err := middle.Release(t.Context()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	all := obtain(t, b, 5*time.Second, append(ks, ks[0])...) // a duplicate is taken once
+	releaseAtEnd(t, all)
+	for _, k := range ks {
+		if s.opts.Fencing && all.Token(k) <= 0 {
+			t.Fatalf("Token(%q) = %d, want a fencing token", k, all.Token(k))
+		}
+		assertNotObtainable(t, a, 100*time.Millisecond, k)
+	}
+	if err := all.Release(t.Context()); err != nil {
+		t.Fatalf("Release of the whole set: %v", err)
+	}
+	for _, k := range ks {
+		lock := obtain(t, a, time.Second, k)
+		_ = lock.Release(t.Context())
+	}
+}

@@ -1,0 +1,102 @@
+// Package distlock provides locks that hold across processes and machines:
+// one small interface, Locker, and backends that implement it. The first
+// backend is Redis; Postgres advisory locks, Redlock, file locks and
+// ZooKeeper follow behind the same interface.
+//
+//	locker := distlock.NewRedis(client, distlock.RedisOptions{TTL: 10 * time.Second})
+//	defer locker.Close()
+//
+//	lock, err := locker.Obtain(ctx, "{screening-42}:C7", "{screening-42}:C8")
+//	if err != nil {
+//		return err // ErrNotAcquired when ctx ended first; else Redis is down
+//	}
+//	defer lock.Release(context.WithoutCancel(ctx))
+//	// ... check the seats, take the payment ...
+//	if err := lock.Err(); err != nil {
+//		return err // the lease was lost: do not write
+//	}
+//	return store.Book(ctx, seats, lock.Token("{screening-42}:C7")) // a fenced write
+//
+// # Why each piece is there
+//
+// An owner token. A lock key holds a random 128-bit value chosen by its
+// holder. Without it, a holder whose lease ran out (a long GC pause, a slow
+// payment) would, on release, delete the key that somebody else holds by
+// now, and let a third party in beside them. With it, release and refresh
+// only touch a key that still holds the caller's own token.
+//
+// Lua scripts. "Compare the token, then delete" is two steps; between a GET
+// and a DEL the lease can run out and another client take the key. A Lua
+// script runs atomically on the server, so compare-and-delete,
+// compare-and-extend, and "take all these keys or none of them" cannot be
+// interleaved with anybody else's commands. Each operation is one script,
+// so one round trip: Obtain and Release send exactly one EVALSHA each.
+//
+// A lease and a watchdog. A lock held by a process that crashed must free
+// itself, so every key expires after the TTL. A holder that is still alive
+// must not lose the lock just because its work takes longer than the TTL,
+// so a watchdog goroutine extends the lease every RenewEvery (TTL/3 by
+// default). When a renewal finds the key gone or taken, or renewals keep
+// failing until the lease's deadline, the lock is lost: Lost is closed and
+// Err returns an error wrapping ErrLost. A single failed renewal is not a
+// loss while the lease is still valid. The holder must check Err before it
+// writes, and stop when Lost is closed.
+//
+// Fencing tokens. Even so a holder can be wrong about holding the lock: a
+// process pause can last longer than the lease, and the holder wakes up,
+// checks nothing, and writes. No lock service can stop that from its side.
+// What can stop it is the resource that is written to: every acquisition
+// gets a fencing token per key, a number that only grows (an INCR of a
+// counter key that never expires, in the same script that takes the key),
+// and the storage refuses a write whose token is older than the last one it
+// saw for that seat. The pausing holder's write then fails instead of
+// double-booking.
+//
+// Waiting by push. A blocked Obtain subscribes to the release channel of
+// its keys, and only then looks at the keys again, so a release between
+// its first look and the subscription is not missed. Release publishes on
+// the channel of every key it frees, in the same script, and the waiter
+// retries at once. A lease that simply expires publishes nothing, so
+// waiters also poll, with jittered exponential backoff and never later
+// than the holder's remaining lease. All waiters of one Redis locker share
+// one pub/sub connection. The wait is bounded by the caller's context
+// only, never by the TTL.
+//
+// Errors from the backend are not ErrNotAcquired. When Redis cannot be
+// reached, Obtain returns that error at once, so a service can answer 503
+// instead of waiting out its lock wait and answering "busy".
+//
+// # What Redis can and cannot promise
+//
+// On a single Redis server these locks exclude each other as long as the
+// server keeps its data and the clocks involved run at a sane rate. Beyond
+// that:
+//
+//   - Replication is asynchronous. If the primary fails after granting a
+//     lock but before a replica received the write, the promoted replica
+//     does not know the lock, and grants it again. Two holders, both sure.
+//   - A restart without persistence loses every lock key and every fence
+//     counter. Fencing tokens then start again from 1, and fencing is only
+//     as good as the counter's durability: run with appendonly yes (and an
+//     fsync policy you accept) where fencing matters.
+//   - Leases are time. The server expires keys by its clock; the holder
+//     trusts its own monotonic clock, and gives up one percent of the TTL
+//     early. A process pause (GC, a swapped-out VM, a stopped container)
+//     longer than the lease makes the holder believe in a lock it lost; it
+//     is the fencing token that keeps its late write out.
+//
+// So a Redis lock is an efficiency lock (it keeps the work from being done
+// twice, most of the time), and the fenced write to the database is the
+// correctness guarantee. Martin Kleppmann's "How to do distributed locking"
+// (2016, https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html)
+// makes this argument against Redlock, and is worth reading in full.
+//
+// # Redis keys
+//
+// For a key "{screening-42}:C7" and the default prefix, the lock lives at
+// "seatlock:lock:{screening-42}:C7", its fence counter at
+// "seatlock:fence:{screening-42}:C7", and its release channel is
+// "seatlock:released:{screening-42}:C7". The caller's key stays whole, so
+// its hash tag keeps every name of one screening in one Redis Cluster slot,
+// and a multi-key lock on seats of one screening is one script on one node.
+package distlock

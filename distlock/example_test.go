@@ -1,0 +1,140 @@
+package distlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seatlock/seatlock/distlock"
+)
+
+// The examples run on miniredis, a Redis server inside the test process,
+// so they run anywhere. In production the client points at a real Redis.
+func exampleServer() (*miniredis.Miniredis, *redis.Client) {
+	server := miniredis.NewMiniRedis()
+	if err := server.Start(); err != nil {
+		panic(err) // a test binary that cannot listen on loopback cannot run examples
+	}
+	return server, redis.NewClient(&redis.Options{Addr: server.Addr()})
+}
+
+func Example() {
+	server, client := exampleServer()
+	defer server.Close()
+	defer client.Close()
+	locker := distlock.NewRedis(client, distlock.RedisOptions{})
+	defer locker.Close()
+	ctx := context.Background()
+
+	// Two seats of one screening, all or nothing. The hash tag keeps
+	// them in one Redis Cluster slot.
+	lock, err := locker.Obtain(ctx, "{screening-42}:C7", "{screening-42}:C8")
+	if err != nil {
+		fmt.Println("obtain:", err)
+		return
+	}
+	// ... check the seats are free, take the payment ...
+	if err := lock.Err(); err != nil {
+		fmt.Println("lock lost, not writing:", err)
+		return
+	}
+	fmt.Println("write C7 with fencing token", lock.Token("{screening-42}:C7"))
+	fmt.Println("release:", lock.Release(ctx))
+
+	// The next holder's fencing token is higher: storage can refuse the
+	// late write of a holder that lost the lock without knowing it.
+	lock, _ = locker.Obtain(ctx, "{screening-42}:C7")
+	fmt.Println("next holder of C7 gets token", lock.Token("{screening-42}:C7"))
+	_ = lock.Release(ctx)
+	// Output:
+	// write C7 with fencing token 1
+	// release: <nil>
+	// next holder of C7 gets token 2
+}
+
+func ExampleRedis_TryObtain() {
+	server, client := exampleServer()
+	defer server.Close()
+	defer client.Close()
+	locker := distlock.NewRedis(client, distlock.RedisOptions{})
+	defer locker.Close()
+	ctx := context.Background()
+
+	lock, _ := locker.Obtain(ctx, "{screening-42}:C7")
+	defer lock.Release(ctx)
+
+	// Another instance of the service, with its own client.
+	other := distlock.NewRedis(redis.NewClient(&redis.Options{Addr: server.Addr()}), distlock.RedisOptions{})
+	defer other.Close()
+	_, err := other.TryObtain(ctx, "{screening-42}:C8", "{screening-42}:C7")
+	fmt.Println(errors.Is(err, distlock.ErrNotAcquired))
+	fmt.Println(err)
+	// Nothing of the refused set was taken:
+	c8, err := other.TryObtain(ctx, "{screening-42}:C8")
+	fmt.Println("C8 alone:", err)
+	_ = c8.Release(ctx)
+	// Output:
+	// true
+	// distlock: not acquired: "{screening-42}:C7" is held
+	// C8 alone: <nil>
+}
+
+func ExampleRedis_Obtain_wait() {
+	server, client := exampleServer()
+	defer server.Close()
+	defer client.Close()
+	// A poll interval of a minute: only the release notification can
+	// wake the waiter in time.
+	locker := distlock.NewRedis(client, distlock.RedisOptions{MinBackoff: time.Minute, MaxBackoff: time.Minute})
+	defer locker.Close()
+	ctx := context.Background()
+
+	holder, _ := locker.Obtain(ctx, "{screening-42}:C7")
+	got := make(chan distlock.Lock)
+	go func() {
+		// Waits as long as its context allows: here, 10 seconds.
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		lock, err := locker.Obtain(ctx, "{screening-42}:C7")
+		if err != nil {
+			fmt.Println("waiter:", err)
+		}
+		got <- lock
+	}()
+	time.Sleep(100 * time.Millisecond) // let the waiter start waiting
+	_ = holder.Release(ctx)
+	lock := <-got
+	fmt.Println("waiter holds C7 with token", lock.Token("{screening-42}:C7"))
+	_ = lock.Release(ctx)
+	// Output:
+	// waiter holds C7 with token 2
+}
+
+func ExampleLock_Err() {
+	server, client := exampleServer()
+	defer server.Close()
+	defer client.Close()
+	locker := distlock.NewRedis(client, distlock.RedisOptions{})
+	defer locker.Close()
+	ctx := context.Background()
+
+	lock, _ := locker.Obtain(ctx, "{screening-42}:C7")
+	fmt.Println("held:", lock.Err())
+
+	// The key vanishes: its lease ran out during a long pause, or a
+	// failover lost it. The next renewal finds it gone.
+	server.FlushAll()
+	fmt.Println("refresh:", lock.Refresh(ctx))
+	<-lock.Lost()
+	fmt.Println("lost:", errors.Is(lock.Err(), distlock.ErrLost))
+	fmt.Println("release:", lock.Release(ctx))
+	// Output:
+	// held: <nil>
+	// refresh: distlock: not held
+	// lost: true
+	// release: distlock: not held: 1 of the 1 keys of ["{screening-42}:C7"] had expired
+}

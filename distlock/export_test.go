@@ -1,0 +1,13 @@
+package distlock
+
+// Hooks for the external tests of this package; they exist only in test
+// builds.
+
+// LockKeyForTest returns the Redis key that holds key's owner token.
+func (r *Redis) LockKeyForTest(key string) string { return r.lockKey(key) }
+
+// ChannelForTest returns the channel on which key's release is announced.
+func (r *Redis) ChannelForTest(key string) string { return r.channel(key) }
+
+// RefreshScriptHashForTest returns the SHA1 with which refresh.lua runs.
+func RefreshScriptHashForTest() string { return refreshScript.Hash() }

@@ -1,0 +1,304 @@
+package distlock
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	mathrand "math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	_ Locker      = (*Redis)(nil)
+	_ RedisClient = (redis.UniversalClient)(nil) // so a Cluster client works
+)
+
+// The scripts run with EVALSHA, falling back to EVAL (which caches them on
+// the server) the first time a server has not seen them.
+var (
+	//go:embed acquire.lua
+	acquireSource string
+	//go:embed release.lua
+	releaseSource string
+	//go:embed refresh.lua
+	refreshSource string
+
+	acquireScript = redis.NewScript(acquireSource)
+	releaseScript = redis.NewScript(releaseSource)
+	refreshScript = redis.NewScript(refreshSource)
+)
+
+// RedisClient is what Redis needs from a go-redis client: running scripts
+// and subscribing to channels. *redis.Client, *redis.ClusterClient,
+// *redis.Ring and redis.UniversalClient all satisfy it.
+type RedisClient interface {
+	redis.Scripter
+	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
+}
+
+// RedisOptions tunes a Redis locker. The zero value works.
+type RedisOptions struct {
+	// TTL is the lease of a lock: a holder that vanishes without releasing
+	// blocks its keys for at most this long. Default 10s.
+	TTL time.Duration
+
+	// RenewEvery is how often a lock's watchdog extends the lease while the
+	// lock is held. Default TTL/3; a negative value disables the watchdog
+	// (the lease then runs out TTL after Obtain unless Refresh is called).
+	// It must be below TTL.
+	RenewEvery time.Duration
+
+	// Prefix starts every Redis key and channel this locker uses. Default
+	// "seatlock:". It must not contain '{' or '}', so that the hash tag of
+	// the caller's key decides the Cluster slot.
+	Prefix string
+
+	// MinBackoff and MaxBackoff bound the jittered exponential backoff with
+	// which a waiting Obtain polls when no release notification wakes it
+	// (for example when the holder's lease expired, which publishes
+	// nothing). Defaults 10ms and 500ms.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// Redis is a Locker on one Redis server or Cluster. Each key is a Redis key
+// holding the holder's random owner token with a lease (PX); a watchdog
+// goroutine per held lock extends the lease; a fence counter per key, that
+// never expires, issues the fencing tokens.
+//
+// Keys locked together must live in one Cluster slot: give them a common
+// hash tag, such as "{screening-42}:C7" and "{screening-42}:C8". A key
+// without a hash tag is wrapped in one, so that its lock key and fence
+// counter share a slot.
+//
+// A Redis is safe for concurrent use. Call Close when done with it.
+type Redis struct {
+	client RedisClient
+	opts   RedisOptions // with defaults applied
+	sub    *subscriber
+}
+
+// NewRedis returns a Redis locker that talks to Redis through client. It
+// does no I/O. It panics if opts are inconsistent (a negative TTL, or
+// RenewEvery not below TTL): those are programming errors.
+func NewRedis(client RedisClient, opts RedisOptions) *Redis {
+	if opts.TTL == 0 {
+		opts.TTL = 10 * time.Second
+	}
+	if opts.TTL < time.Millisecond {
+		panic(fmt.Sprintf("distlock: TTL %v is below 1ms", opts.TTL))
+	}
+	if opts.RenewEvery == 0 {
+		opts.RenewEvery = opts.TTL / 3
+	}
+	if opts.RenewEvery >= opts.TTL {
+		panic(fmt.Sprintf("distlock: RenewEvery %v must be below TTL %v", opts.RenewEvery, opts.TTL))
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = "seatlock:"
+	}
+	if strings.ContainsAny(opts.Prefix, "{}") {
+		panic(fmt.Sprintf("distlock: Prefix %q must not contain '{' or '}'", opts.Prefix))
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 10 * time.Millisecond
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 500 * time.Millisecond
+	}
+	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
+	return &Redis{client: client, opts: opts, sub: newSubscriber(client)}
+}
+
+// Close stops the pub/sub connection that wakes waiting Obtains, and waits
+// for its goroutine to end. It does not close the client, and it does not
+// release held locks: release them first. An Obtain that waits after Close
+// is only woken by its backoff polling. Close always returns nil.
+func (r *Redis) Close() error {
+	r.sub.close()
+	return nil
+}
+
+// Obtain takes every key, all or nothing, waiting until the keys are free or
+// ctx ends; the lease never limits the wait. Duplicate keys are taken once.
+//
+// A waiter subscribes to the release channel of each key and checks again
+// once the subscription is in place, so no release is missed; it is then
+// woken by the release notification, or by its backoff polling when a lease
+// expired instead.
+//
+// When ctx ends first, the error is errors.Join(ErrNotAcquired, ctx.Err()).
+// An error from Redis (for example a refused connection) is returned
+// wrapped as it is, and is not ErrNotAcquired.
+func (r *Redis) Obtain(ctx context.Context, keys ...string) (Lock, error) {
+	ks, err := r.keySet(keys)
+	if err != nil {
+		return nil, err
+	}
+	l, held, err := r.acquire(ctx, ks)
+	if l != nil || err != nil {
+		return lockOrNil(l), err
+	}
+
+	// Held. Subscribe before trying again: a release published between our
+	// failed attempt and the subscription would otherwise be missed.
+	w := r.sub.watch(ks.channels)
+	defer w.stop()
+	ready := w.ready
+	for attempt := 0; ; attempt++ {
+		timer := time.NewTimer(r.backoff(attempt, held.pttl))
+		select {
+		case <-ready:
+			ready = nil // subscribed: check once more, then wait for a push
+		case <-w.wake:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, errors.Join(ErrNotAcquired, ctx.Err())
+		}
+		timer.Stop()
+		l, held, err = r.acquire(ctx, ks)
+		if l != nil || err != nil {
+			return lockOrNil(l), err
+		}
+	}
+}
+
+// TryObtain takes every key, all or nothing, without waiting. It returns an
+// error wrapping ErrNotAcquired at once when a key is held, or an error from
+// Redis, wrapped, when Redis could not be asked.
+func (r *Redis) TryObtain(ctx context.Context, keys ...string) (Lock, error) {
+	ks, err := r.keySet(keys)
+	if err != nil {
+		return nil, err
+	}
+	l, held, err := r.acquire(ctx, ks)
+	if err != nil {
+		return nil, err
+	}
+	if l == nil {
+		return nil, fmt.Errorf("%w: %q is held", ErrNotAcquired, ks.keys[held.index])
+	}
+	return l, nil
+}
+
+// lockOrNil keeps a nil *redisLock from becoming a non-nil Lock.
+func lockOrNil(l *redisLock) Lock {
+	if l == nil {
+		return nil
+	}
+	return l
+}
+
+// heldKey describes the key that made an acquire attempt fail.
+type heldKey struct {
+	index int           // into keySet.keys
+	pttl  time.Duration // what is left of its lease; negative if unknown
+}
+
+// acquire makes one attempt, in one round trip. It returns the lock, or
+// which key is held, or an error from Redis.
+func (r *Redis) acquire(ctx context.Context, ks *keySet) (*redisLock, heldKey, error) {
+	token := newOwnerToken()
+	sent := time.Now()
+	reply, err := acquireScript.Run(ctx, r.client, ks.acquireKeys, token, r.opts.TTL.Milliseconds()).Int64Slice()
+	if err != nil {
+		if ctx.Err() != nil {
+			// The reply may have been lost after the script ran; if so the
+			// keys stay taken until the lease runs out.
+			return nil, heldKey{}, errors.Join(ErrNotAcquired, ctx.Err())
+		}
+		return nil, heldKey{}, fmt.Errorf("distlock: acquire %q: %w", ks.keys, err)
+	}
+	if len(reply) == 3 && reply[0] == 0 {
+		return nil, heldKey{index: int(reply[1]) - 1, pttl: time.Duration(reply[2]) * time.Millisecond}, nil
+	}
+	if len(reply) != 1+len(ks.keys) || reply[0] != 1 {
+		return nil, heldKey{}, fmt.Errorf("distlock: acquire %q: unexpected reply %v", ks.keys, reply)
+	}
+	return newRedisLock(ctx, r, ks, token, reply[1:], sent), heldKey{}, nil
+}
+
+// backoff returns how long a waiter sleeps before polling again when no
+// release notification comes: jittered exponential between MinBackoff and
+// MaxBackoff, but no longer than what was left of the holder's lease, so an
+// expiry is noticed promptly.
+func (r *Redis) backoff(attempt int, pttl time.Duration) time.Duration {
+	d := r.opts.MaxBackoff
+	if attempt < 30 {
+		d = min(d, r.opts.MinBackoff<<attempt)
+	}
+	d = d/2 + mathrand.N(d/2+1) // between d/2 and d: waiters spread out
+	if pttl >= 0 && pttl < d {
+		d = pttl + time.Millisecond
+	}
+	return d
+}
+
+// newOwnerToken returns 128 random bits in hex. The token tells the holder
+// of a key apart from everybody else, so that release and refresh only ever
+// touch the caller's own keys.
+func newOwnerToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails: crypto/rand crashes the program instead
+	return hex.EncodeToString(b[:])
+}
+
+// keySet is the caller's keys and the Redis names derived from them.
+type keySet struct {
+	keys        []string // the caller's keys, without duplicates, in order
+	lockKeys    []string // lockKeys[i] holds the owner token of keys[i]
+	acquireKeys []string // pairs of (lock key, fence counter) for acquire.lua
+	releaseArgs []any    // the release channels, for release.lua's ARGV
+	channels    []string // channels[i] announces the release of keys[i]
+}
+
+func (r *Redis) keySet(keys []string) (*keySet, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("distlock: Obtain needs at least one key")
+	}
+	ks := &keySet{
+		keys:        make([]string, 0, len(keys)),
+		lockKeys:    make([]string, 0, len(keys)),
+		acquireKeys: make([]string, 0, 2*len(keys)),
+		releaseArgs: make([]any, 0, len(keys)),
+		channels:    make([]string, 0, len(keys)),
+	}
+	for _, k := range keys {
+		if slices.Contains(ks.keys, k) { // a lock has a handful of keys: no map needed
+			continue
+		}
+		lockKey, channel := r.lockKey(k), r.channel(k)
+		ks.keys = append(ks.keys, k)
+		ks.lockKeys = append(ks.lockKeys, lockKey)
+		ks.acquireKeys = append(ks.acquireKeys, lockKey, r.fenceKey(k))
+		ks.channels = append(ks.channels, channel)
+		ks.releaseArgs = append(ks.releaseArgs, channel)
+	}
+	return ks, nil
+}
+
+// The Redis names of a key keep its text whole after the prefix, so its
+// hash tag, if any, still picks the Cluster slot.
+
+func (r *Redis) lockKey(key string) string  { return r.opts.Prefix + "lock:" + hashTagged(key) }
+func (r *Redis) fenceKey(key string) string { return r.opts.Prefix + "fence:" + hashTagged(key) }
+func (r *Redis) channel(key string) string  { return r.opts.Prefix + "released:" + hashTagged(key) }
+
+// hashTagged returns key unchanged if it has a Redis Cluster hash tag (a
+// non-empty "{...}"), or else key wrapped in braces, so that every name
+// derived from one key hashes to one slot.
+func hashTagged(key string) string {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			return key
+		}
+	}
+	return "{" + key + "}"
+}

@@ -1,0 +1,178 @@
+package distlock_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/internal/testenv"
+)
+
+// The benchmarks compare distlock.Redis with two well-known Go Redis locks,
+// bsm/redislock and go-redsync/redsync (on one server), in the same run.
+//
+//	TEST_REDIS_URL=redis://127.0.0.1:6379/0 go test -run '^$' -bench . -benchtime 2s -count 3 ./distlock
+
+const benchTTL = 10 * time.Second
+
+// anchorPoll is how often the anchors poll a held key: neither has a way
+// to be woken by a release.
+const anchorPoll = 10 * time.Millisecond
+
+// benchLocker is what the benchmarks need of each library: take one key,
+// waiting (blocking) or not, and give back a release function.
+type benchLocker func(ctx context.Context, key string, blocking bool) (release func(context.Context) error, err error)
+
+func benchClient(b *testing.B) *redis.Client {
+	b.Helper()
+	opt, err := redis.ParseURL(testenv.RedisURL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	opt.PoolSize = 64 // as many connections as the busiest benchmark has goroutines
+	c := redis.NewClient(opt)
+	b.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// lockers returns a fresh locker of each library on its own client.
+func lockers(b *testing.B, prefix string) map[string]benchLocker {
+	ours := newRedis(b, benchClient(b), distlock.RedisOptions{TTL: benchTTL, Prefix: prefix}) // watchdog and fencing on
+	bsm := redislock.New(benchClient(b))
+	rs := redsync.New(goredis.NewPool(benchClient(b)))
+	return map[string]benchLocker{
+		"distlock": func(ctx context.Context, key string, blocking bool) (func(context.Context) error, error) {
+			var l distlock.Lock
+			var err error
+			if blocking {
+				l, err = ours.Obtain(ctx, key)
+			} else {
+				l, err = ours.TryObtain(ctx, key)
+			}
+			if err != nil {
+				return nil, err
+			}
+			return l.Release, nil
+		},
+		"redislock": func(ctx context.Context, key string, blocking bool) (func(context.Context) error, error) {
+			opt := &redislock.Options{}
+			if blocking {
+				opt.RetryStrategy = redislock.LinearBackoff(anchorPoll)
+			}
+			l, err := bsm.Obtain(ctx, prefix+key, benchTTL, opt)
+			if err != nil {
+				return nil, err
+			}
+			return l.Release, nil
+		},
+		"redsync": func(ctx context.Context, key string, blocking bool) (func(context.Context) error, error) {
+			tries := 1
+			if blocking {
+				tries = 1 << 30 // until ctx ends
+			}
+			m := rs.NewMutex(prefix+key, redsync.WithExpiry(benchTTL), redsync.WithTries(tries), redsync.WithRetryDelay(anchorPoll))
+			if err := m.LockContext(ctx); err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) error { _, err := m.UnlockContext(ctx); return err }, nil
+		},
+	}
+}
+
+var libraries = []string{"distlock", "redislock", "redsync"}
+
+// BenchmarkAcquireRelease measures uncontended acquire+release cycles per
+// second: every goroutine has a key of its own.
+func BenchmarkAcquireRelease(b *testing.B) {
+	for _, goroutines := range []int{1, 64} {
+		for _, lib := range libraries {
+			b.Run(fmt.Sprintf("%s/goroutines=%d", lib, goroutines), func(b *testing.B) {
+				lock := lockers(b, testPrefix(b))[lib]
+				ctx := context.Background()
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				for g := range goroutines {
+					key := fmt.Sprintf("{bench}:seat-%d", g)
+					wg.Go(func() {
+						for next.Add(1) <= int64(b.N) {
+							release, err := lock(ctx, key, false)
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							if err := release(ctx); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
+			})
+		}
+	}
+}
+
+// BenchmarkHandoff measures the time from a holder's release to the
+// acquire of a waiter blocked on the same key, as p50 and p99. The waiter
+// and the holder use lockers of their own, as two service instances would.
+func BenchmarkHandoff(b *testing.B) {
+	for _, lib := range libraries {
+		b.Run(lib, func(b *testing.B) {
+			prefix := testPrefix(b)
+			holderLock, waiterLock := lockers(b, prefix)[lib], lockers(b, prefix)[lib]
+			ctx := context.Background()
+			hist := hdrhistogram.New(1, int64(time.Second/time.Microsecond), 3)
+			key := "{bench}:handoff"
+			b.ResetTimer()
+			for range b.N {
+				release, err := holderLock(ctx, key, false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				// Stored before Release, loaded after the waiter acquired; an
+				// atomic because the race detector cannot see that order.
+				var releasedAt atomic.Pointer[time.Time]
+				got := make(chan time.Duration, 1)
+				go func() {
+					ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+					defer cancel()
+					release, err := waiterLock(ctx, key, true)
+					if err != nil {
+						b.Error(err)
+						close(got)
+						return
+					}
+					took := time.Since(*releasedAt.Load())
+					_ = release(ctx)
+					got <- took
+				}()
+				time.Sleep(5 * time.Millisecond) // the waiter is blocked by now
+				now := time.Now()
+				releasedAt.Store(&now)
+				if err := release(ctx); err != nil {
+					b.Fatal(err)
+				}
+				took, ok := <-got
+				if !ok {
+					return
+				}
+				_ = hist.RecordValue(took.Microseconds())
+			}
+			b.ReportMetric(float64(hist.ValueAtQuantile(50)), "p50-µs")
+			b.ReportMetric(float64(hist.ValueAtQuantile(99)), "p99-µs")
+		})
+	}
+}

@@ -1,0 +1,390 @@
+package distlock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/distlock/distlocktest"
+	"github.com/seatlock/seatlock/internal/testenv"
+)
+
+// newClient returns a client of its own on the test Redis, closed when t
+// ends.
+func newClient(t testing.TB) *redis.Client {
+	t.Helper()
+	opt, err := redis.ParseURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatalf("parse Redis URL: %v", err)
+	}
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// testPrefix returns a key prefix of t's own, so that tests and packages
+// running at once on one Redis never share a key. Its keys are deleted
+// when t ends.
+func testPrefix(t testing.TB) string {
+	t.Helper()
+	prefix := "distlock-test:" + uuid.NewString() + ":"
+	c := newClient(t)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := c.Scan(ctx, 0, prefix+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			c.Del(ctx, iter.Val())
+		}
+	})
+	return prefix
+}
+
+// newRedis returns a Redis locker with a client of its own, closed when t
+// ends.
+func newRedis(t testing.TB, c redis.UniversalClient, opts distlock.RedisOptions) *distlock.Redis {
+	t.Helper()
+	r := distlock.NewRedis(c, opts)
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+func TestRedisConformance(t *testing.T) {
+	const ttl = time.Second
+	// Every subtest gets one prefix, shared by all the lockers it makes.
+	var mu sync.Mutex
+	prefixes := map[string]string{}
+	prefixOf := func(t *testing.T) string {
+		mu.Lock()
+		defer mu.Unlock()
+		if p, ok := prefixes[t.Name()]; ok {
+			return p
+		}
+		p := testPrefix(t)
+		prefixes[t.Name()] = p
+		return p
+	}
+	locker := func(renewEvery time.Duration) func(t *testing.T) distlock.Locker {
+		return func(t *testing.T) distlock.Locker {
+			opts := distlock.RedisOptions{TTL: ttl, RenewEvery: renewEvery, Prefix: prefixOf(t)}
+			return newRedis(t, newClient(t), opts)
+		}
+	}
+	distlocktest.Run(t, locker(0), distlocktest.Options{
+		TTL:            ttl,
+		Fencing:        true,
+		NewNonRenewing: locker(-1),
+		Expire: func(t *testing.T, key string) {
+			c := newClient(t)
+			lockKey := distlock.NewRedis(c, distlock.RedisOptions{Prefix: prefixOf(t)}).LockKeyForTest(key)
+			if n, err := c.Del(t.Context(), lockKey).Result(); err != nil || n != 1 {
+				t.Fatalf("delete %s = %d, %v; want 1, nil", lockKey, n, err)
+			}
+		},
+	})
+}
+
+// commandLog is a go-redis hook that records the name of every command a
+// client sends.
+type commandLog struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (h *commandLog) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *commandLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.mu.Lock()
+		h.names = append(h.names, cmd.Name())
+		h.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (h *commandLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.mu.Lock()
+		for _, cmd := range cmds {
+			h.names = append(h.names, cmd.Name())
+		}
+		h.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+// take returns the commands recorded since the last take.
+func (h *commandLog) take() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	names := h.names
+	h.names = nil
+	return names
+}
+
+func (h *commandLog) count(name string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, c := range h.names {
+		if c == name {
+			n++
+		}
+	}
+	return n
+}
+
+func TestRedisOneRoundTripPerOperation(t *testing.T) {
+	c := newClient(t)
+	log := &commandLog{}
+	c.AddHook(log)
+	r := newRedis(t, c, distlock.RedisOptions{Prefix: testPrefix(t)}) // TTL 10s: no renewal during the test
+	ctx := t.Context()
+
+	// Warm up: the first run of a script on a server may cost a NOSCRIPT
+	// reply and an EVAL.
+	lock, err := r.Obtain(ctx, "{s}:warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("warm-up commands: %q", log.take())
+
+	check := func(what string, want int) {
+		t.Helper()
+		if got := log.take(); len(got) != want || (want == 1 && got[0] != "evalsha") {
+			t.Errorf("%s sent %q, want %d EVALSHA", what, got, want)
+		}
+	}
+	lock, err = r.Obtain(ctx, "{s}:A1", "{s}:A2", "{s}:A3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Obtain of 3 keys", 1)
+	if _, err := r.TryObtain(ctx, "{s}:A2"); !errors.Is(err, distlock.ErrNotAcquired) {
+		t.Fatalf("TryObtain of a held key = %v, want ErrNotAcquired", err)
+	}
+	check("TryObtain of a held key", 1)
+	if err := lock.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("Refresh", 1)
+	if err := lock.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("Release", 1)
+}
+
+func TestRedisHandoffWakesByPush(t *testing.T) {
+	prefix := testPrefix(t)
+	ctx := t.Context()
+	holder := newRedis(t, newClient(t), distlock.RedisOptions{TTL: time.Minute, Prefix: prefix})
+	const poll = 30 * time.Second // only a push can wake the waiter sooner than poll/2
+	waiterClient := newClient(t)
+	log := &commandLog{}
+	waiterClient.AddHook(log)
+	waiter := newRedis(t, waiterClient, distlock.RedisOptions{Prefix: prefix, MinBackoff: poll, MaxBackoff: poll})
+
+	const key = "{screening-1}:C7"
+	held, err := holder.Obtain(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan time.Time, 1)
+	go func() {
+		lock, err := waiter.Obtain(ctx, key)
+		if err != nil {
+			t.Errorf("waiter: %v", err)
+			close(got)
+			return
+		}
+		got <- time.Now()
+		_ = lock.Release(context.Background())
+	}()
+
+	// The waiter tries once, subscribes, and tries again; then only a
+	// push or the 30s poll can wake it.
+	for log.count("evalsha")+log.count("eval") < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	released := time.Now()
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at, ok := <-got:
+		if !ok {
+			return
+		}
+		t.Logf("handoff took %v", at.Sub(released))
+	case <-time.After(poll / 4):
+		t.Fatalf("waiter not woken within %v of the release", poll/4)
+	}
+}
+
+func TestRedisWaitersShareOneSubscription(t *testing.T) {
+	prefix := testPrefix(t)
+	ctx := t.Context()
+	holder := newRedis(t, newClient(t), distlock.RedisOptions{Prefix: prefix})
+	const poll = 30 * time.Second
+	waiters := newRedis(t, newClient(t), distlock.RedisOptions{Prefix: prefix, MinBackoff: poll, MaxBackoff: poll})
+	admin := newClient(t)
+	const key = "{screening-1}:C8"
+	channel := waiters.ChannelForTest(key)
+	subscribers := func() int64 {
+		n, err := admin.PubSubNumSub(ctx, channel).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n[channel]
+	}
+
+	held, err := holder.Obtain(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	var wg sync.WaitGroup
+	var done atomic.Int32
+	for range n {
+		wg.Go(func() {
+			lock, err := waiters.Obtain(ctx, key)
+			if err != nil {
+				t.Errorf("waiter: %v", err)
+				return
+			}
+			done.Add(1)
+			if err := lock.Release(ctx); err != nil {
+				t.Errorf("waiter's Release: %v", err)
+			}
+		})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for subscribers() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // let every waiter register
+	if got := subscribers(); got != 1 {
+		t.Fatalf("%d subscriptions to %s for %d waiters of one locker, want 1", got, channel, n)
+	}
+	start := time.Now()
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	// Each waiter hands the key to the next by its release: pushes only.
+	if took := time.Since(start); took > poll/2 {
+		t.Fatalf("%d handoffs took %v: the waiters were polling", n, took)
+	}
+	if got := done.Load(); got != n {
+		t.Fatalf("%d of %d waiters got the key", got, n)
+	}
+	for subscribers() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := subscribers(); got != 0 {
+		t.Fatalf("%d subscriptions left after every waiter returned", got)
+	}
+}
+
+// failingRefresh is a go-redis hook that fails the refresh script while on.
+type failingRefresh struct {
+	on    atomic.Bool
+	fails atomic.Int32
+}
+
+var errInjected = errors.New("injected network error")
+
+func (h *failingRefresh) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *failingRefresh) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *failingRefresh) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if h.on.Load() && cmd.Name() == "evalsha" && len(args) > 1 && args[1] == distlock.RefreshScriptHashForTest() {
+			h.fails.Add(1)
+			cmd.SetErr(errInjected)
+			return errInjected
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func TestRedisRenewalFailures(t *testing.T) {
+	const ttl, every = time.Second, 200 * time.Millisecond
+	c := newClient(t)
+	hook := &failingRefresh{}
+	c.AddHook(hook)
+	r := newRedis(t, c, distlock.RedisOptions{TTL: ttl, RenewEvery: every, Prefix: testPrefix(t)})
+	lock, err := r.Obtain(t.Context(), "{s}:C9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lock.Release(context.Background()) })
+
+	// A few failed renewals within the lease are no loss.
+	hook.on.Store(true)
+	time.Sleep(2*every + every/4)
+	hook.on.Store(false)
+	if hook.fails.Load() == 0 {
+		t.Fatal("no renewal failed: the test injected nothing")
+	}
+	time.Sleep(ttl + every)
+	select {
+	case <-lock.Lost():
+		t.Fatalf("lost after transient renewal failures: %v", lock.Err())
+	default:
+	}
+
+	// Renewals failing until the lease runs out are a loss, declared at
+	// the lease's deadline and not before.
+	hook.on.Store(true)
+	start := time.Now()
+	select {
+	case <-lock.Lost():
+	case <-time.After(5 * ttl):
+		t.Fatal("not lost 5 TTLs after renewals started failing")
+	}
+	if took := time.Since(start); took < ttl-every-every/2 {
+		t.Fatalf("lost %v after renewals started failing, before the lease could have run out", took)
+	}
+	if err := lock.Err(); !errors.Is(err, distlock.ErrLost) || !errors.Is(err, errInjected) {
+		t.Fatalf("Err = %v, want ErrLost wrapping the renewal error", err)
+	}
+}
+
+func TestRedisBackendErrorIsNotNotAcquired(t *testing.T) {
+	// Nothing listens on port 1: every command fails at once.
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	r := newRedis(t, c, distlock.RedisOptions{})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+
+	start := time.Now()
+	_, err := r.Obtain(ctx, "{s}:C1")
+	if err == nil || errors.Is(err, distlock.ErrNotAcquired) {
+		t.Fatalf("Obtain on a dead server = %v, want a connection error that is not ErrNotAcquired", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("Obtain on a dead server took %v: it waited out the context", took)
+	}
+	if _, err := r.TryObtain(ctx, "{s}:C1"); err == nil || errors.Is(err, distlock.ErrNotAcquired) {
+		t.Fatalf("TryObtain on a dead server = %v, want a connection error", err)
+	}
+	t.Logf("error: %v", err)
+}
