@@ -2,7 +2,10 @@ package reservation
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Store keeps screenings and bookings. Implementations must give every
@@ -67,6 +70,30 @@ type Write struct {
 	Fences map[string]int64
 	// Idempotency is set when the request carried an Idempotency-Key.
 	Idempotency *IdempotencyRecord
+}
+
+// Validate refuses a write that no store could record: a booking id that is
+// not a uuid, no seats, a seat listed twice, an unknown guard. Stores call
+// it first, so that both refuse alike, with ErrInvalid, before any work.
+func (w Write) Validate() error {
+	b := w.Booking
+	if uuid.Validate(b.ID) != nil {
+		return fmt.Errorf("booking id %q is not a uuid: %w", clip(b.ID), ErrInvalid)
+	}
+	if len(b.Seats) == 0 {
+		return fmt.Errorf("booking has no seats: %w", ErrInvalid)
+	}
+	seen := make(map[string]bool, len(b.Seats))
+	for _, seat := range b.Seats {
+		if seen[seat] {
+			return fmt.Errorf("seat %q is listed twice: %w", clip(seat), ErrInvalid)
+		}
+		seen[seat] = true
+	}
+	if w.Guard != GuardFence && w.Guard != GuardOff {
+		return fmt.Errorf("unknown guard %q: %w", clip(string(w.Guard)), ErrInvalid)
+	}
+	return nil
 }
 
 // IdempotencyRecord ties an idempotency key to the booking it made, so that

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/google/uuid"
-
 	"github.com/seatlock/seatlock/reservation"
 )
 
@@ -158,7 +156,7 @@ func (s *Store) Book(ctx context.Context, w reservation.Write) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkWrite(w); err != nil {
+	if err := w.Validate(); err != nil {
 		return err
 	}
 	b := w.Booking
@@ -219,29 +217,6 @@ func (s *Store) Book(ctx context.Context, w reservation.Write) error {
 		s.idem[key] = b.ID
 	}
 	s.bookings[b.ID] = stored
-	return nil
-}
-
-// checkWrite refuses what the Postgres store's schema would refuse, so that
-// both stores answer alike.
-func checkWrite(w reservation.Write) error {
-	b := w.Booking
-	if uuid.Validate(b.ID) != nil {
-		return fmt.Errorf("memory: booking id %q is not a uuid: %w", b.ID, reservation.ErrInvalid)
-	}
-	if len(b.Seats) == 0 {
-		return fmt.Errorf("memory: booking has no seats: %w", reservation.ErrInvalid)
-	}
-	seen := make(map[string]bool, len(b.Seats))
-	for _, seat := range b.Seats {
-		if seen[seat] {
-			return fmt.Errorf("memory: seat %q is listed twice: %w", seat, reservation.ErrInvalid)
-		}
-		seen[seat] = true
-	}
-	if w.Guard != reservation.GuardFence && w.Guard != reservation.GuardOff {
-		return fmt.Errorf("memory: unknown guard %q: %w", w.Guard, reservation.ErrInvalid)
-	}
 	return nil
 }
 

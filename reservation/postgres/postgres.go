@@ -196,7 +196,7 @@ RETURNING seat`
 // reservation.ErrUnavailable when the database cannot be reached. Nothing is
 // written when it fails.
 func (s *Store) Book(ctx context.Context, w reservation.Write) error {
-	if err := checkWrite(w); err != nil {
+	if err := w.Validate(); err != nil {
 		return err
 	}
 	b := w.Booking
@@ -276,29 +276,6 @@ func refusal(ctx context.Context, tx pgx.Tx, b reservation.Booking, written []st
 	}
 	// Free but refused: the seat has seen a newer fence.
 	return fmt.Errorf("postgres: book: %w", reservation.ErrStaleToken)
-}
-
-// checkWrite refuses, before any round trip, a write the schema would
-// refuse with a less telling error. Package memory checks the same.
-func checkWrite(w reservation.Write) error {
-	b := w.Booking
-	if uuid.Validate(b.ID) != nil {
-		return fmt.Errorf("postgres: booking id %q is not a uuid: %w", b.ID, reservation.ErrInvalid)
-	}
-	if len(b.Seats) == 0 {
-		return fmt.Errorf("postgres: booking has no seats: %w", reservation.ErrInvalid)
-	}
-	seen := make(map[string]bool, len(b.Seats))
-	for _, seat := range b.Seats {
-		if seen[seat] {
-			return fmt.Errorf("postgres: seat %q is listed twice: %w", seat, reservation.ErrInvalid)
-		}
-		seen[seat] = true
-	}
-	if w.Guard != reservation.GuardFence && w.Guard != reservation.GuardOff {
-		return fmt.Errorf("postgres: unknown guard %q: %w", w.Guard, reservation.ErrInvalid)
-	}
-	return nil
 }
 
 // Booking returns the booking with the id and the hash of its token, or
