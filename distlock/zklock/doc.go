@@ -1,0 +1,118 @@
+// Package zklock is a distlock backend on Apache ZooKeeper: the classic
+// fair lock recipe, in which waiters queue up and get a key in the order
+// they arrived.
+//
+//	locker, err := zklock.Dial(ctx, []string{"zk1:2181", "zk2:2181", "zk3:2181"},
+//		10*time.Second, zklock.Options{})
+//	if err != nil {
+//		return err
+//	}
+//	defer locker.Close()
+//
+//	lock, err := locker.Obtain(ctx, "{screening-42}:C7")
+//	// ... the same as every distlock backend: Err before the write,
+//	// Token for the fenced write, Release at the end.
+//
+// # The recipe
+//
+// Every key is a directory znode, Root + "/" + the key escaped into one
+// name ("/seatlock/locks/%7Bscreening-42%7D:C7"). To take the key, a client
+//
+//  1. creates an ephemeral, sequential node in it, "lock-": the server
+//     appends a number that grows with every child created in the
+//     directory, so the nodes form a queue in arrival order;
+//  2. lists the directory: if its node has the lowest number, it holds the
+//     key;
+//  3. otherwise it sets a watch on the node right before its own, and only
+//     on that one, and waits for the watch to fire, then goes back to 2.
+//
+// Watching only the predecessor means a release wakes exactly one waiter:
+// watching the whole directory would wake every waiter on every change, to
+// find that all but one must wait again (the "herd effect"). The
+// predecessor may also go away because its owner gave up waiting; the
+// listing in step 2 then finds a new predecessor, and the queue stays in
+// order. Release deletes the node, which fires its successor's watch.
+//
+// Several keys are taken one after another in sorted order, each by the
+// recipe, so two Obtains that share keys queue on them in the same order
+// and cannot deadlock. If a later key cannot be had, the nodes already
+// created are deleted: all or nothing.
+//
+// Ephemeral means the node lives as long as the client's session. There is
+// no lease to renew: the client keeps its session alive by pinging, and a
+// process that dies stops pinging, so the server expires its session after
+// the session timeout and deletes its nodes, which hands its keys on.
+// Refresh only checks that the nodes are still there.
+//
+// A create whose reply is lost with the connection may still have created
+// the node, and that node would block the key as long as the session
+// lives. So the node's name starts with a random guid
+// ("_c_<guid>-lock-0000000042", the "protected" create of Curator and
+// go-zookeeper), by which the client finds the node again after the
+// reconnection. A node that cannot be deleted now (its create or its
+// delete failed) is handed to a sweeper goroutine of the Locker that
+// deletes it once it can, unless the session ended and took it along.
+//
+// # Fencing tokens
+//
+// Lock.Token is the czxid of the node that holds the key: the id of the
+// transaction that created it. Zxids grow strictly over the whole ensemble
+// and never repeat (short of losing the ensemble's data), and the holders
+// of a key hold it in the order their nodes were created, so every holder
+// of a key gets a larger token than every holder before it.
+//
+// The node's sequence number would grow too, but it is a counter of its
+// parent directory (its cversion): delete the directory and it starts again
+// from 0. The key directories here are container nodes, which the server
+// deletes once they are empty, and an operator may clean up the tree; the
+// czxid does not care. (Sequence numbers are also 32-bit and would wrap
+// after 2^31 creates in one directory.)
+//
+// # When the holder loses the lock
+//
+// A lock is lost when its node goes away while held: the session expired,
+// or someone deleted the node. The holder learns it from
+//
+//   - a watch on its own node: it fires when the node is deleted, and ends
+//     (also a loss) when the client reconnects and finds its session
+//     expired, or when the connection is closed;
+//   - with Dial, the session's events: StateExpired is a loss; a
+//     disconnection puts the lock in doubt.
+//
+// In doubt, because a client cut off from every server cannot know whether
+// its session lives on: the server expires it the session timeout after
+// it last heard from the client. The client notices the silence after 2/3
+// of the session timeout at the latest; a Locker from Dial waits 1/3 more
+// and, if no server took the session back by then, declares its locks lost.
+// That is about when the server may hand the keys on (the test
+// TestSessionExpiryHandsOver measures it: the holder is told some 0.7s
+// after a cut, a waiter gets the key 2s after it, with a 2s session).
+// The window is not closed, only narrowed: network delay, a process pause
+// or a clock running at another rate can still let an old holder believe
+// in its lock a moment after the server handed the key on. That is what
+// the fencing token is for. A Locker from New does not see the session
+// events, and while it cannot reach a server it does not declare any loss.
+//
+// # What it promises and costs
+//
+//   - Promises: mutual exclusion per key as long as the ZooKeeper ensemble
+//     keeps a quorum (writes are agreed by a majority, so a leader's crash
+//     loses no lock, unlike Redis' asynchronous replication); fairness
+//     (first come, first served); no polling, a release wakes one waiter;
+//     a crashed holder's keys are freed after the session timeout; fencing
+//     tokens that never repeat.
+//   - Costs: an Obtain is three round trips (create, list, watch its node),
+//     a Release one; creates and deletes are quorum writes that each server
+//     logs to disk before it answers. A separate service (three or five
+//     JVMs) to run. One watch per held key and one goroutine per held key.
+//   - Fails: without a quorum, nothing can be taken or released (Obtain
+//     returns the client's error, not ErrNotAcquired); a holder cut off
+//     from the ensemble loses its locks after the session timeout, and so
+//     does a holder whose process pauses longer than it; a freed key waits
+//     for the session timeout if its holder died without releasing.
+//   - Fencing: yes, the czxid of the holder's node.
+//
+// ZooKeeper calls do not take a context: a call in flight is bounded by
+// the client's read timeout (2/3 of the session timeout), not by ctx. A
+// wait in the queue does watch ctx.
+package zklock

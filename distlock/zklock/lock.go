@@ -1,0 +1,167 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/seatlock/seatlock/distlock"
+)
+
+// lock is a held lock: one ephemeral node per key, each first in its
+// key's queue, each watched by a goroutine of its own.
+type lock struct {
+	locker *Locker
+	keys   []string      // sorted, without duplicates
+	nodes  []string      // nodes[i] is the znode that holds keys[i]
+	tokens []int64       // tokens[i] is the czxid of nodes[i]; never changes
+	lost   chan struct{} // closed once, by lose
+	stop   chan struct{} // closed by Release: ends the watch goroutines
+	wg     sync.WaitGroup
+
+	// mu protects err and released. err changes only under mu, in lose or
+	// Release, which is what keeps "lost is closed exactly when err wraps
+	// ErrLost" true. Release sets err (to ErrNotHeld) before it deletes
+	// the nodes, so the deletion its own watches see is not a loss.
+	mu       sync.Mutex
+	err      error // nil while held; wraps ErrLost once lost; ErrNotHeld once released
+	released bool
+}
+
+var _ distlock.Lock = (*lock)(nil)
+
+// Token returns the fencing token of key: the czxid of the node that holds
+// it, or 0 if key is not part of the lock.
+func (lk *lock) Token(key string) int64 {
+	if i, ok := slices.BinarySearch(lk.keys, key); ok {
+		return lk.tokens[i]
+	}
+	return 0
+}
+
+// Lost returns a channel closed when the lock is lost while held.
+func (lk *lock) Lost() <-chan struct{} { return lk.lost }
+
+// Err returns nil while the lock is held, an error wrapping ErrLost once it
+// was lost (even after Release), and ErrNotHeld once it was released.
+func (lk *lock) Err() error {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	return lk.err
+}
+
+// lose declares the lock lost with cause, unless it was lost or released
+// already.
+func (lk *lock) lose(cause error) {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if lk.err != nil {
+		return
+	}
+	lk.err = cause
+	close(lk.lost)
+}
+
+// watch waits for the end of node: its deletion (by the session's expiry,
+// or by anybody else) or the end of the watch (the session expired, the
+// connection was closed). Either is a loss, unless Release came first.
+func (lk *lock) watch(node string, ch <-chan zk.Event) {
+	defer lk.wg.Done()
+	for {
+		select {
+		case <-lk.stop:
+			return
+		case ev := <-ch:
+			switch ev.Type {
+			case zk.EventNodeDeleted:
+				lk.lose(fmt.Errorf("%w: node %s was deleted", distlock.ErrLost, node))
+				return
+			case zk.EventNotWatching:
+				lk.lose(fmt.Errorf("%w: watch on %s ended: %w", distlock.ErrLost, node, ev.Err))
+				return
+			}
+			// Another event (its data changed): a watch fires once, so set
+			// it again. If that fails the node can no longer be watched,
+			// which is a loss too: the safe side.
+			exists, _, next, err := lk.locker.conn.ExistsW(node)
+			if err != nil || !exists {
+				lk.lose(fmt.Errorf("%w: node %s: gone or unwatchable (%v)", distlock.ErrLost, node, err))
+				return
+			}
+			ch = next
+		}
+	}
+}
+
+// Refresh checks that every node of the lock still exists. There is no
+// lease to extend: a node lives as long as the session, which the client
+// keeps alive by itself. It returns ErrNotHeld, and declares the lock lost,
+// if a node is gone; ErrNotHeld if the lock was lost or released before;
+// or an error from ZooKeeper, wrapped.
+func (lk *lock) Refresh(ctx context.Context) error {
+	if lk.Err() != nil {
+		return distlock.ErrNotHeld
+	}
+	for _, node := range lk.nodes {
+		exists, _, err := lk.locker.conn.Exists(node)
+		if err != nil {
+			return fmt.Errorf("zklock: refresh %s: %w", node, err)
+		}
+		if !exists {
+			lk.lose(fmt.Errorf("%w: node %s is gone", distlock.ErrLost, node))
+			return distlock.ErrNotHeld
+		}
+	}
+	return nil
+}
+
+// Release stops the watches, waits for them, and deletes every node of the
+// lock, which wakes the next waiter of each key. It returns ErrNotHeld if
+// it was called before, if the lock had been lost, or if a node was gone
+// (the others are deleted all the same); or an error from ZooKeeper,
+// wrapped: the Locker's sweeper then deletes the node once it can, and it
+// is gone anyway when the session ends.
+func (lk *lock) Release(ctx context.Context) error {
+	lk.mu.Lock()
+	if lk.released {
+		lk.mu.Unlock()
+		return distlock.ErrNotHeld
+	}
+	lk.released = true
+	lostErr := lk.err
+	if lk.err == nil {
+		lk.err = distlock.ErrNotHeld
+	}
+	lk.mu.Unlock()
+	close(lk.stop)
+	lk.wg.Wait()
+
+	l := lk.locker
+	l.mu.Lock()
+	delete(l.held, lk)
+	l.mu.Unlock()
+
+	var errs []error
+	gone := 0
+	for _, node := range lk.nodes {
+		existed, err := l.remove(node)
+		if err != nil {
+			errs = append(errs, err)
+		} else if !existed {
+			gone++
+		}
+	}
+	switch {
+	case lostErr != nil:
+		return fmt.Errorf("%w: lost before the release (%v)", distlock.ErrNotHeld, lostErr)
+	case len(errs) > 0:
+		return errors.Join(errs...)
+	case gone > 0:
+		return fmt.Errorf("%w: %d of the %d nodes of %q were gone", distlock.ErrNotHeld, gone, len(lk.nodes), lk.keys)
+	}
+	return nil
+}

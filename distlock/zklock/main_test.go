@@ -1,0 +1,119 @@
+package zklock_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/google/uuid"
+
+	"github.com/seatlock/seatlock/distlock/zklock"
+	"github.com/seatlock/seatlock/distlock/zklock/zktest"
+)
+
+// One ZooKeeper server for the whole test binary: a JVM is slow to start.
+// Every test works under a root path of its own.
+var (
+	server    *zktest.Server
+	serverErr error
+)
+
+func TestMain(m *testing.M) {
+	server, serverErr = zktest.Start()
+	code := m.Run()
+	if server != nil {
+		server.Stop()
+	}
+	os.Exit(code)
+}
+
+// sessionTimeout is short, so that expiry tests are quick; the server
+// grants it (its tick is 200ms).
+const sessionTimeout = 2 * time.Second
+
+// testRoot returns a root path of t's own.
+func testRoot(t testing.TB) string {
+	t.Helper()
+	return "/seatlock-test/" + uuid.NewString()
+}
+
+// quiet keeps go-zookeeper's reconnection messages out of the test output.
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+// dial returns a Locker on the test server under root, with a session of
+// its own (as a separate process would have), closed when t ends.
+func dial(t testing.TB, root string, connOpts ...func(*zk.Conn)) *zklock.Locker {
+	t.Helper()
+	addr := zktest.Addr(t, server, serverErr)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	connOpts = append([]func(*zk.Conn){zk.WithLogger(quiet{})}, connOpts...)
+	l, err := zklock.Dial(ctx, []string{addr}, sessionTimeout, zklock.Options{Root: root}, connOpts...)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// connect returns a plain connection to the test server, closed when t
+// ends, for looking at the znodes from outside.
+func connect(t testing.TB) *zk.Conn {
+	t.Helper()
+	addr := zktest.Addr(t, server, serverErr)
+	conn, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatalf("zk.Connect: %v", err)
+	}
+	t.Cleanup(conn.Close)
+	return conn
+}
+
+// cutter is a zk.Dialer whose connections the test can cut at once, as a
+// crash or a network partition would, and keep cut: no close request
+// reaches the server, which keeps the session until it expires.
+type cutter struct {
+	mu    sync.Mutex
+	cut   bool
+	conns []net.Conn
+}
+
+func (c *cutter) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cut {
+		return nil, fmt.Errorf("cutter: %s is cut off", addr)
+	}
+	conn, err := net.DialTimeout(network, addr, timeout)
+	if err == nil {
+		c.conns = append(c.conns, conn)
+	}
+	return conn, err
+}
+
+// Cut closes every connection and refuses new ones.
+func (c *cutter) Cut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut = true
+	for _, conn := range c.conns {
+		_ = conn.Close()
+	}
+	c.conns = nil
+}
+
+// Heal lets the client connect again.
+func (c *cutter) Heal() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut = false
+}
+
+func (c *cutter) option() func(*zk.Conn) { return zk.WithDialer(c.dial) }

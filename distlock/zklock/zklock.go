@@ -1,0 +1,563 @@
+package zklock
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/seatlock/seatlock/distlock"
+)
+
+var _ distlock.Locker = (*Locker)(nil)
+
+// Options tunes a Locker. The zero value works.
+type Options struct {
+	// Root is the znode under which every key gets a directory of its own.
+	// Default "/seatlock/locks". Lockers that must exclude each other use
+	// the same Root.
+	Root string
+
+	// ACL is given to every znode the Locker creates. Default
+	// zk.WorldACL(zk.PermAll).
+	ACL []zk.ACL
+}
+
+// Locker is a distlock.Locker on ZooKeeper: a fair lock per key, in the
+// order the waiters arrived, held by an ephemeral sequential znode. See the
+// package documentation for the recipe and what it promises.
+//
+// A Locker is safe for concurrent use. Call Close when done with it.
+type Locker struct {
+	conn *zk.Conn
+	opts Options // with defaults applied
+
+	// owned is set by Dial: Close then closes conn, and the session events
+	// are followed (grace is the time a disconnected holder keeps its
+	// claim). A Locker from New sees no session events.
+	owned bool
+	grace time.Duration
+
+	done     chan struct{} // closed by Close: stops the goroutines below
+	orphaned chan struct{} // wakes the sweeper; buffered, never closed
+	wg       sync.WaitGroup
+
+	// mu protects the fields below. held lists the locks to tell when the
+	// session is gone; a lock is in it from Obtain until its Release.
+	mu      sync.Mutex
+	held    map[*lock]struct{}
+	orphans []orphan
+	closed  bool
+}
+
+// orphan is a node this Locker may have left behind: a create whose reply
+// was lost, or a delete that failed. The sweeper deletes it, so that it
+// does not block its key for as long as the session lives.
+type orphan struct {
+	dir, guid string
+	session   int64 // the node dies with this session anyway
+}
+
+// New returns a Locker on conn, which the caller keeps owning: Close does
+// not close it. It does no I/O.
+//
+// A Locker from New does not see conn's session events (zk.Connect hands
+// them to whoever made conn). It learns that a lock was lost from the watch
+// on the lock's node only: the node was deleted, the client reconnected and
+// found its session expired, or conn was closed. While no server can be
+// reached it cannot tell; a Locker from Dial can (see the package docs).
+func New(conn *zk.Conn, opts Options) *Locker {
+	if opts.Root == "" {
+		opts.Root = "/seatlock/locks"
+	}
+	opts.Root = "/" + strings.Trim(opts.Root, "/")
+	if opts.ACL == nil {
+		opts.ACL = zk.WorldACL(zk.PermAll)
+	}
+	l := &Locker{
+		conn:     conn,
+		opts:     opts,
+		done:     make(chan struct{}),
+		orphaned: make(chan struct{}, 1),
+		held:     make(map[*lock]struct{}),
+	}
+	l.wg.Add(1)
+	go l.sweep()
+	return l
+}
+
+// Dial connects to the ZooKeeper ensemble at servers ("host:port") with a
+// session of sessionTimeout, waits until the session is established or ctx
+// ends, and returns a Locker that owns the connection: Close closes it. The
+// server may negotiate sessionTimeout into its own bounds (by default 2 to
+// 20 ticks); ask for one inside them.
+//
+// connOpts are passed to zk.Connect (for example zk.WithLogInfo(false) or
+// zk.WithDialer); the Locker reads the session events itself, so do not
+// pass zk.WithEventCallback expecting to see every event there instead.
+//
+// A Locker from Dial follows the session: a holder whose client has been
+// disconnected for sessionTimeout/3 declares its locks lost, because by
+// then the server, which has not heard from it for about a full session
+// timeout, may have expired the session and handed its keys on.
+func Dial(ctx context.Context, servers []string, sessionTimeout time.Duration, opts Options, connOpts ...func(*zk.Conn)) (*Locker, error) {
+	conn, events, err := zk.Connect(servers, sessionTimeout, func(c *zk.Conn) {
+		for _, o := range connOpts {
+			o(c)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("zklock: connect to %q: %w", servers, err)
+	}
+	l := New(conn, opts)
+	l.owned = true
+	l.grace = sessionTimeout / 3
+	ready := make(chan struct{})
+	l.wg.Add(1)
+	go l.followSession(events, ready)
+	select {
+	case <-ready:
+		return l, nil
+	case <-ctx.Done():
+		_ = l.Close()
+		return nil, fmt.Errorf("zklock: no session with %q: %w", servers, ctx.Err())
+	}
+}
+
+// Close stops the Locker's goroutines and waits for them. If the Locker
+// came from Dial it also closes the connection: that ends the session, and
+// ZooKeeper deletes every node of it at once, so locks still held are
+// released (and reported lost to their holders). Close always returns nil.
+func (l *Locker) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	close(l.done)
+	if l.owned {
+		l.conn.Close() // ends the calls in flight at once, and the event stream
+	}
+	l.wg.Wait()
+	return nil
+}
+
+// followSession reads the connection's session events until the stream
+// ends (the connection was closed) or the Locker is closed. It closes ready
+// once the first session is established.
+//
+// A disconnection puts every held lock in doubt: the session lives on the
+// server for the session timeout after the server last heard from us,
+// and we cannot know when that was exactly. The client notices silence
+// after 2/3 of the timeout at the latest, so a grace of 1/3 more is about
+// the end of the session; if no reconnection to the same session came by
+// then, the locks are declared lost. An expired session is a certain loss.
+func (l *Locker) followSession(events <-chan zk.Event, ready chan struct{}) {
+	defer l.wg.Done()
+	var (
+		doubt   *time.Timer // armed while disconnected; nil otherwise
+		doubtC  <-chan time.Time
+		started bool
+	)
+	stopDoubt := func() {
+		if doubt != nil {
+			doubt.Stop()
+			doubt, doubtC = nil, nil
+		}
+	}
+	defer stopDoubt()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if ev.Type != zk.EventSession {
+				continue
+			}
+			switch ev.State {
+			case zk.StateHasSession:
+				stopDoubt()
+				if !started {
+					started = true
+					close(ready)
+				}
+			case zk.StateDisconnected:
+				if doubt == nil {
+					doubt = time.NewTimer(l.grace)
+					doubtC = doubt.C
+				}
+			case zk.StateExpired:
+				stopDoubt()
+				l.loseAll(fmt.Errorf("%w: the ZooKeeper session expired", distlock.ErrLost))
+			}
+		case <-doubtC:
+			doubt, doubtC = nil, nil
+			l.loseAll(fmt.Errorf("%w: no ZooKeeper server reached for %v after a disconnection: the session has expired by now", distlock.ErrLost, l.grace))
+		case <-l.done:
+			return
+		}
+	}
+}
+
+// loseAll declares every held lock lost.
+func (l *Locker) loseAll(cause error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for lk := range l.held {
+		lk.lose(cause)
+	}
+}
+
+// Obtain takes every key, all or nothing, in sorted order, waiting as long
+// as ctx allows. Duplicate keys are taken once.
+//
+// For each key it queues an ephemeral sequential node and waits until the
+// node is the lowest of the key's queue, watching only the node right in
+// front of its own. When ctx ends first, it deletes the nodes it created
+// and returns errors.Join(distlock.ErrNotAcquired, ctx.Err()). An error
+// from ZooKeeper (no server, a closed connection) is returned wrapped, and
+// is not ErrNotAcquired; the nodes it created are deleted then too, now or
+// by the Locker's sweeper once the connection is back.
+//
+// A ZooKeeper call in flight does not watch ctx: the client bounds it by
+// its read timeout (2/3 of the session timeout).
+func (l *Locker) Obtain(ctx context.Context, keys ...string) (distlock.Lock, error) {
+	return l.obtain(ctx, true, keys)
+}
+
+// TryObtain takes every key, all or nothing, without waiting in any queue:
+// it returns an error wrapping distlock.ErrNotAcquired at once when a key is
+// held or has waiters already, or an error from ZooKeeper.
+func (l *Locker) TryObtain(ctx context.Context, keys ...string) (distlock.Lock, error) {
+	return l.obtain(ctx, false, keys)
+}
+
+func (l *Locker) obtain(ctx context.Context, wait bool, keys []string) (distlock.Lock, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("zklock: Obtain needs at least one key")
+	}
+	keys = slices.Clone(keys)
+	slices.Sort(keys) // one global order: two multi-key Obtains cannot deadlock
+	keys = slices.Compact(keys)
+	lk := &lock{
+		locker: l,
+		keys:   keys,
+		nodes:  make([]string, 0, len(keys)),
+		tokens: make([]int64, len(keys)),
+		lost:   make(chan struct{}),
+		stop:   make(chan struct{}),
+	}
+	for _, key := range keys {
+		dir, err := l.dir(key)
+		if err != nil {
+			l.abandon(lk.nodes)
+			return nil, err
+		}
+		node, err := l.enqueue(dir)
+		if err != nil {
+			l.abandon(lk.nodes)
+			return nil, err
+		}
+		lk.nodes = append(lk.nodes, node)
+		if err := l.waitFirst(ctx, wait, key, node); err != nil {
+			l.abandon(lk.nodes)
+			return nil, err
+		}
+	}
+	if err := l.hold(lk); err != nil {
+		l.abandon(lk.nodes)
+		return nil, err
+	}
+	return lk, nil
+}
+
+// hold watches the nodes of a lock whose every node is first in its queue,
+// records their fencing tokens, and registers the lock for session events.
+func (l *Locker) hold(lk *lock) error {
+	watches := make([]<-chan zk.Event, len(lk.nodes))
+	for i, node := range lk.nodes {
+		exists, stat, ch, err := l.conn.ExistsW(node)
+		if err != nil {
+			return fmt.Errorf("zklock: watch %s: %w", node, err)
+		}
+		if !exists {
+			return fmt.Errorf("zklock: node %s of %q vanished while the other keys were taken", node, lk.keys[i])
+		}
+		// Czxid, not the sequence number: see "Fencing tokens" in doc.go.
+		lk.tokens[i], watches[i] = stat.Czxid, ch
+	}
+	l.mu.Lock()
+	l.held[lk] = struct{}{}
+	l.mu.Unlock()
+	for i, ch := range watches {
+		lk.wg.Add(1)
+		go lk.watch(lk.nodes[i], ch)
+	}
+	return nil
+}
+
+// nodePrefix starts the name of every lock node after its guid; the
+// server appends a 10-digit sequence number.
+const nodePrefix = "lock-"
+
+// protectedPrefix marks a node name that carries its creator's guid, as in
+// Curator and go-zookeeper: "_c_<guid>-lock-0000000042".
+const protectedPrefix = "_c_"
+
+// enqueue creates this Locker's ephemeral sequential node in dir and
+// returns its path. The name carries a random guid, so that a create whose
+// reply was lost with the connection can be found again: the session (and
+// so the node) may well survive the disconnection, and a node nobody knows
+// about would block the key for the whole life of the session.
+func (l *Locker) enqueue(dir string) (string, error) {
+	guid := newGUID()
+	path := dir + "/" + protectedPrefix + guid + "-" + nodePrefix
+	for attempt := 0; ; attempt++ {
+		session := l.conn.SessionID()
+		node, err := l.conn.Create(path, nil, zk.FlagEphemeral|zk.FlagSequence, l.opts.ACL)
+		switch {
+		case err == nil:
+			return node, nil
+		case errors.Is(err, zk.ErrNoNode) && attempt < 3:
+			// The key's directory does not exist (yet, or any more: it is a
+			// container node, which the server deletes once empty).
+			if err := l.ensureDir(dir); err != nil {
+				return "", err
+			}
+		case errors.Is(err, zk.ErrConnectionClosed):
+			// The create may have been applied before the connection broke.
+			if node, ok := l.findByGUID(dir, guid); ok {
+				return node, nil
+			}
+			l.orphan(orphan{dir: dir, guid: guid, session: session})
+			return "", fmt.Errorf("zklock: create in %s: %w", dir, err)
+		default:
+			return "", fmt.Errorf("zklock: create in %s: %w", dir, err)
+		}
+	}
+}
+
+// findByGUID looks in dir for the node named with guid.
+func (l *Locker) findByGUID(dir, guid string) (string, bool) {
+	children, _, err := l.conn.Children(dir)
+	if err != nil {
+		return "", false
+	}
+	for _, c := range children {
+		if strings.HasPrefix(c, protectedPrefix+guid) {
+			return dir + "/" + c, true
+		}
+	}
+	return "", false
+}
+
+// ensureDir creates dir, a container node, and the persistent nodes of Root
+// above it, where missing.
+func (l *Locker) ensureDir(dir string) error {
+	parts := strings.Split(strings.TrimPrefix(dir, "/"), "/")
+	path := ""
+	for i, p := range parts {
+		path += "/" + p
+		var err error
+		if i == len(parts)-1 {
+			_, err = l.conn.CreateContainer(path, nil, zk.FlagContainer, l.opts.ACL)
+		} else {
+			_, err = l.conn.Create(path, nil, zk.FlagPersistent, l.opts.ACL)
+		}
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("zklock: create %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// waitFirst waits until node is the first of its queue, watching only its
+// predecessor: a release wakes one waiter, not the whole queue (no herd
+// effect). Without wait it fails at once if node is not first.
+func (l *Locker) waitFirst(ctx context.Context, wait bool, key, node string) error {
+	dir, name := splitPath(node)
+	for {
+		children, _, err := l.conn.Children(dir)
+		if err != nil {
+			return fmt.Errorf("zklock: list %s: %w", dir, err)
+		}
+		slices.SortFunc(children, compareSeq)
+		i := slices.Index(children, name)
+		if i < 0 {
+			return fmt.Errorf("zklock: node %s of %q vanished while waiting (session expired?)", node, key)
+		}
+		if i == 0 {
+			return nil
+		}
+		if !wait {
+			return fmt.Errorf("%w: %q is held", distlock.ErrNotAcquired, key)
+		}
+		exists, _, ch, err := l.conn.ExistsW(dir + "/" + children[i-1])
+		if err != nil {
+			return fmt.Errorf("zklock: watch %s: %w", children[i-1], err)
+		}
+		if !exists {
+			continue // gone between the listing and the watch: look again
+		}
+		select {
+		case <-ch: // deleted, or the watch ended with the session: look again
+		case <-ctx.Done():
+			return errors.Join(distlock.ErrNotAcquired, ctx.Err())
+		}
+	}
+}
+
+// abandon deletes nodes of an Obtain that failed. A node that cannot be
+// deleted now is left to the sweeper.
+func (l *Locker) abandon(nodes []string) {
+	for _, node := range nodes {
+		l.remove(node)
+	}
+}
+
+// remove deletes node, or hands it to the sweeper if ZooKeeper cannot be
+// asked now. It reports whether node existed.
+func (l *Locker) remove(node string) (existed bool, err error) {
+	session := l.conn.SessionID()
+	err = l.conn.Delete(node, -1)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, zk.ErrNoNode):
+		return false, nil
+	default:
+		dir, name := splitPath(node)
+		if guid, ok := guidOf(name); ok {
+			l.orphan(orphan{dir: dir, guid: guid, session: session})
+		}
+		return false, fmt.Errorf("zklock: delete %s: %w", node, err)
+	}
+}
+
+func (l *Locker) orphan(o orphan) {
+	l.mu.Lock()
+	l.orphans = append(l.orphans, o)
+	l.mu.Unlock()
+	select {
+	case l.orphaned <- struct{}{}:
+	default: // the sweeper is awake already
+	}
+}
+
+// sweep deletes orphan nodes, once they can be, every second, until the
+// Locker is closed. An orphan of a session that ended is gone with it.
+func (l *Locker) sweep() {
+	defer l.wg.Done()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-l.orphaned:
+		case <-tick.C:
+		}
+		l.mu.Lock()
+		todo := l.orphans
+		l.orphans = nil
+		l.mu.Unlock()
+		var left []orphan
+		for _, o := range todo {
+			if !l.sweepOne(o) {
+				left = append(left, o)
+			}
+		}
+		if len(left) > 0 {
+			l.mu.Lock()
+			l.orphans = append(l.orphans, left...)
+			l.mu.Unlock()
+		}
+	}
+}
+
+// sweepOne deletes the node of o, and reports whether o is dealt with.
+func (l *Locker) sweepOne(o orphan) bool {
+	if l.conn.SessionID() != o.session {
+		return true // the session that owned the node ended, and the node with it
+	}
+	children, _, err := l.conn.Children(o.dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	for _, c := range children {
+		if strings.HasPrefix(c, protectedPrefix+o.guid) {
+			if err := l.conn.Delete(o.dir+"/"+c, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// dir returns the znode directory of key: Root, then the key escaped into
+// one znode name.
+func (l *Locker) dir(key string) (string, error) {
+	if key == "" {
+		return "", errors.New("zklock: empty key")
+	}
+	name := url.PathEscape(key) // no '/' left; readable for seat keys
+	if strings.Trim(name, ".") == "" {
+		name = strings.ReplaceAll(name, ".", "%2E") // "." and ".." are not node names
+	}
+	return l.opts.Root + "/" + name, nil
+}
+
+func splitPath(node string) (dir, name string) {
+	i := strings.LastIndexByte(node, '/')
+	return node[:i], node[i+1:]
+}
+
+// guidOf returns the guid in a protected node name.
+func guidOf(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, protectedPrefix)
+	if !ok || len(rest) < 32 {
+		return "", false
+	}
+	return rest[:32], true
+}
+
+// seq returns the sequence number the server appended to a node name, or -1
+// for a name that has none (a node that is not ours: it sorts first, and
+// so blocks the key, which is the safe way to treat a stranger).
+func seq(name string) int64 {
+	i := strings.LastIndexByte(name, '-')
+	n, err := strconv.ParseInt(name[i+1:], 10, 64)
+	if i < 0 || err != nil {
+		return -1
+	}
+	return n
+}
+
+func compareSeq(a, b string) int {
+	if c := cmp.Compare(seq(a), seq(b)); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
+}
+
+func newGUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails: crypto/rand crashes the program instead
+	return hex.EncodeToString(b[:])
+}

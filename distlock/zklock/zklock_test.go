@@ -1,0 +1,279 @@
+package zklock_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/distlock/distlocktest"
+	"github.com/seatlock/seatlock/distlock/zklock"
+)
+
+func TestConformance(t *testing.T) {
+	// Every subtest gets one root, shared by all the lockers it makes.
+	var mu sync.Mutex
+	roots := map[string]string{}
+	rootOf := func(t *testing.T) string {
+		mu.Lock()
+		defer mu.Unlock()
+		if r, ok := roots[t.Name()]; ok {
+			return r
+		}
+		r := testRoot(t)
+		roots[t.Name()] = r
+		return r
+	}
+	distlocktest.Run(t, func(t *testing.T) distlock.Locker {
+		return dial(t, rootOf(t))
+	}, distlocktest.Options{
+		// There is no lease: a node lives as long as its session. The
+		// session timeout plays the TTL: a vanished holder's keys are free
+		// once its session expired.
+		TTL:     sessionTimeout,
+		Fencing: true,
+		// A holder that crashed right after Obtain: its connection is cut
+		// and stays cut, so the session expires on the server.
+		NewNonRenewing: func(t *testing.T) distlock.Locker {
+			var c cutter
+			return crashAfterObtain{dial(t, rootOf(t), c.option()), &c}
+		},
+		// Expire deletes the holder's node, the first of the key's queue.
+		Expire: func(t *testing.T, key string) {
+			dir := dial(t, rootOf(t)).DirForTest(key)
+			conn := connect(t)
+			children, _, err := conn.Children(dir)
+			if err != nil || len(children) == 0 {
+				t.Fatalf("children of %s = %v, %v", dir, children, err)
+			}
+			slices.SortFunc(children, bySequence)
+			if err := conn.Delete(dir+"/"+children[0], -1); err != nil {
+				t.Fatalf("delete the holder's node: %v", err)
+			}
+		},
+	})
+}
+
+// crashAfterObtain is a Locker whose process dies right after it took its
+// keys: its connection to ZooKeeper is cut without a goodbye.
+type crashAfterObtain struct {
+	*zklock.Locker
+	c *cutter
+}
+
+func (l crashAfterObtain) Obtain(ctx context.Context, keys ...string) (distlock.Lock, error) {
+	lock, err := l.Locker.Obtain(ctx, keys...)
+	if err == nil {
+		l.c.Cut()
+	}
+	return lock, err
+}
+
+// bySequence orders lock nodes by the sequence number at the end of their
+// name, as the queue does.
+func bySequence(a, b string) int {
+	return strings.Compare(a[len(a)-10:], b[len(b)-10:])
+}
+
+// waitChildren waits until dir has n children.
+func waitChildren(t *testing.T, conn *zk.Conn, dir string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		children, _, err := conn.Children(dir)
+		if err == nil && len(children) == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has %d children (%v), want %d", dir, len(children), err, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Waiters get the key in the order they arrived: the queue is the order of
+// the sequence numbers, and each waiter only waits for its predecessor.
+func TestFairOrder(t *testing.T) {
+	t.Parallel()
+	const waiters = 6
+	root := testRoot(t)
+	key := "{screening-1}:C7"
+	holderLocker := dial(t, root)
+	dir := holderLocker.DirForTest(key)
+	holder, err := holderLocker.Obtain(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three lockers, as three service instances: the order is across them.
+	ls := []*zklock.Locker{dial(t, root), dial(t, root), dial(t, root)}
+	conn := connect(t)
+
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+	)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for i := range waiters {
+		wg.Go(func() {
+			lock, err := ls[(waiters-i)%len(ls)].Obtain(ctx, key)
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+			if err := lock.Release(ctx); err != nil {
+				t.Errorf("waiter %d: Release: %v", i, err)
+			}
+		})
+		waitChildren(t, conn, dir, i+2) // waiter i is queued before i+1 arrives
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if want := []int{0, 1, 2, 3, 4, 5}; !slices.Equal(order, want) {
+		t.Fatalf("waiters acquired in order %v, want %v (arrival order)", order, want)
+	}
+}
+
+// A holder cut off from ZooKeeper is told of the loss before its session
+// expires on the server, and so before a waiter can take the key.
+func TestSessionExpiryHandsOver(t *testing.T) {
+	t.Parallel()
+	root := testRoot(t)
+	key := "{screening-2}:A1"
+	var c cutter
+	holder, err := dial(t, root, c.option()).Obtain(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		at  time.Time
+		err error
+	}
+	got := make(chan result, 1)
+	waiter := dial(t, root)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		lock, err := waiter.Obtain(ctx, key)
+		at := time.Now()
+		if err == nil {
+			_ = lock.Release(ctx)
+		}
+		got <- result{at, err}
+	}()
+	waitChildren(t, connect(t), waiter.DirForTest(key), 2)
+
+	cutAt := time.Now()
+	c.Cut()
+	var lostAt time.Time
+	select {
+	case <-holder.Lost():
+		lostAt = time.Now()
+	case <-time.After(3 * sessionTimeout):
+		t.Fatal("the cut-off holder was not told of the loss")
+	}
+	if err := holder.Err(); !errors.Is(err, distlock.ErrLost) {
+		t.Fatalf("holder's Err = %v, want ErrLost", err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("waiter: %v", r.err)
+	}
+	t.Logf("cut at 0, holder told at %v, waiter acquired at %v", lostAt.Sub(cutAt), r.at.Sub(cutAt))
+	if !lostAt.Before(r.at) {
+		t.Fatal("the waiter acquired before the old holder was told of the loss")
+	}
+	if d := r.at.Sub(cutAt); d < sessionTimeout*9/10 {
+		t.Fatalf("the waiter acquired %v after the cut, before the session could expire", d)
+	}
+	if err := holder.Release(t.Context()); !errors.Is(err, distlock.ErrNotHeld) {
+		t.Fatalf("Release after loss = %v, want ErrNotHeld", err)
+	}
+}
+
+// A Locker from New sees no session events: while cut off it cannot tell,
+// but once it reaches the server again and finds its session expired, its
+// watches end and the loss is reported.
+func TestNewLearnsExpiryOnReconnect(t *testing.T) {
+	t.Parallel()
+	root := testRoot(t)
+	key := "{screening-3}:B2"
+	var c cutter
+	conn, _, err := zk.Connect([]string{server.Addr}, sessionTimeout, zk.WithLogger(quiet{}), zk.WithDialer(c.dial))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	locker := zklock.New(conn, zklock.Options{Root: root})
+	t.Cleanup(func() { _ = locker.Close() })
+	holder, err := locker.Obtain(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Cut()
+
+	// Another client takes the key once the server expired the session.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	other, err := dial(t, root).Obtain(ctx, key)
+	if err != nil {
+		t.Fatalf("the key was not freed by the session's expiry: %v", err)
+	}
+	defer other.Release(context.Background())
+	select {
+	case <-holder.Lost():
+		t.Fatal("Lost closed while no server could be reached: what told it?")
+	default:
+	}
+
+	c.Heal()
+	select {
+	case <-holder.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loss was not reported after reconnecting")
+	}
+	if err := holder.Err(); !errors.Is(err, distlock.ErrLost) || !errors.Is(err, zk.ErrSessionExpired) {
+		t.Fatalf("holder's Err = %v, want ErrLost and zk.ErrSessionExpired", err)
+	}
+}
+
+func TestObtainErrors(t *testing.T) {
+	t.Parallel()
+	l := dial(t, testRoot(t))
+	if _, err := l.Obtain(t.Context()); err == nil {
+		t.Fatal("Obtain without keys succeeded")
+	}
+	if _, err := l.Obtain(t.Context(), ""); err == nil {
+		t.Fatal("Obtain of an empty key succeeded")
+	}
+	// Keys that are not plain znode names still work.
+	lock, err := l.Obtain(t.Context(), "a/b", "..", "{s}:C7")
+	if err != nil {
+		t.Fatalf("Obtain of odd keys: %v", err)
+	}
+	if _, err := l.TryObtain(t.Context(), ".."); !errors.Is(err, distlock.ErrNotAcquired) {
+		t.Fatalf("TryObtain of a held key = %v, want ErrNotAcquired", err)
+	}
+	if err := lock.Refresh(t.Context()); err != nil {
+		t.Fatalf("Refresh: %v", err)
+	}
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if err := lock.Refresh(t.Context()); !errors.Is(err, distlock.ErrNotHeld) {
+		t.Fatalf("Refresh after Release = %v, want ErrNotHeld", err)
+	}
+}
