@@ -1,0 +1,201 @@
+package clustertest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/distlock/distlocktest"
+)
+
+const testTTL = time.Second
+
+// lockKey is the Redis key that holds key's owner token, as the distlock
+// package doc names it: the prefix, "lock:", and the key whole.
+func lockKey(prefix, key string) string { return prefix + "lock:" + key }
+
+// newRedis returns a distlock.Redis on a cluster client of its own, closed
+// when t ends.
+func newRedis(t testing.TB, addrs []string, opts distlock.RedisOptions) *distlock.Redis {
+	t.Helper()
+	r := distlock.NewRedis(newClusterClient(t, addrs), opts)
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+func TestRedisConformanceOnCluster(t *testing.T) {
+	addrs := startCluster(t)
+	// Every subtest gets one prefix, shared by all the lockers it makes.
+	var mu sync.Mutex
+	prefixes := map[string]string{}
+	prefixOf := func(t *testing.T) string {
+		mu.Lock()
+		defer mu.Unlock()
+		if p, ok := prefixes[t.Name()]; ok {
+			return p
+		}
+		p := "cluster-test:" + uuid.NewString()[:8] + ":"
+		prefixes[t.Name()] = p
+		return p
+	}
+	locker := func(renewEvery time.Duration) func(t *testing.T) distlock.Locker {
+		return func(t *testing.T) distlock.Locker {
+			return newRedis(t, addrs, distlock.RedisOptions{TTL: testTTL, RenewEvery: renewEvery, Prefix: prefixOf(t)})
+		}
+	}
+	distlocktest.Run(t, locker(0), distlocktest.Options{
+		TTL:            testTTL,
+		Fencing:        true,
+		NewNonRenewing: locker(-1),
+		Expire: func(t *testing.T, key string) {
+			k := lockKey(prefixOf(t), key)
+			if n, err := newClusterClient(t, addrs).Del(t.Context(), k).Result(); err != nil || n != 1 {
+				t.Fatalf("delete %s = %d, %v; want 1, nil", k, n, err)
+			}
+		},
+	})
+}
+
+// TestMultiSeatOnCluster takes five seats of one screening in one Obtain:
+// their names share the screening's hash tag, so they live in one slot and
+// one script takes them all on one master.
+func TestMultiSeatOnCluster(t *testing.T) {
+	addrs := startCluster(t)
+	client := newClusterClient(t, addrs)
+	prefix := "cluster-test:" + uuid.NewString()[:8] + ":"
+	a := newRedis(t, addrs, distlock.RedisOptions{TTL: testTTL, Prefix: prefix})
+	b := newRedis(t, addrs, distlock.RedisOptions{TTL: testTTL, Prefix: prefix})
+	ctx := t.Context()
+
+	var seats []string
+	for i := 1; i <= 5; i++ {
+		seats = append(seats, fmt.Sprintf("{screening-1}:A%d", i))
+	}
+	slot := keySlot(t, client, lockKey(prefix, seats[0]))
+	for _, s := range seats {
+		if got := keySlot(t, client, lockKey(prefix, s)); got != slot {
+			t.Fatalf("slot of %q = %d, want %d like %q", s, got, slot, seats[0])
+		}
+	}
+
+	lock, err := a.TryObtain(ctx, seats...)
+	if err != nil {
+		t.Fatalf("TryObtain(%q): %v", seats, err)
+	}
+	for _, s := range seats {
+		if n, err := client.Exists(ctx, lockKey(prefix, s)).Result(); err != nil || n != 1 {
+			t.Fatalf("lock key of %q exists = %d, %v; want 1", s, n, err)
+		}
+		if lock.Token(s) <= 0 {
+			t.Fatalf("Token(%q) = %d, want a fencing token", s, lock.Token(s))
+		}
+	}
+	// A rival set that overlaps in one seat gets none of them.
+	if _, err := b.TryObtain(ctx, "{screening-1}:A5", "{screening-1}:A6"); !errors.Is(err, distlock.ErrNotAcquired) {
+		t.Fatalf("TryObtain of an overlapping set = %v, want ErrNotAcquired", err)
+	}
+	if n, err := client.Exists(ctx, lockKey(prefix, "{screening-1}:A6")).Result(); err != nil || n != 0 {
+		t.Fatalf("A6 taken by a refused set: exists = %d, %v", n, err)
+	}
+
+	if err := lock.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+}
+
+// TestReleaseWakesWaiterOnCluster checks that the shared pub/sub
+// subscriber works on a Cluster client: a waiter whose backoff polling
+// would take seconds is woken by the release's PUBLISH, which the cluster
+// broadcasts to every node, whichever node the subscriber is connected to.
+func TestReleaseWakesWaiterOnCluster(t *testing.T) {
+	addrs := startCluster(t)
+	prefix := "cluster-test:" + uuid.NewString()[:8] + ":"
+	// Polling would first come 2.5s to 5s after the waiter's first look,
+	// and the lease (10s) is far from running out.
+	opts := distlock.RedisOptions{TTL: 10 * time.Second, Prefix: prefix, MinBackoff: 5 * time.Second, MaxBackoff: 5 * time.Second}
+	holder, waiter := newRedis(t, addrs, opts), newRedis(t, addrs, opts)
+	ctx := t.Context()
+
+	for i := 1; i <= 3; i++ { // seats in slots of different masters
+		seat := fmt.Sprintf("{screening-%d}:A3", i)
+		lock, err := holder.TryObtain(ctx, seat)
+		if err != nil {
+			t.Fatalf("TryObtain(%q): %v", seat, err)
+		}
+		got := make(chan error, 1)
+		go func() {
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			l, err := waiter.Obtain(wctx, seat)
+			if err == nil {
+				err = l.Release(wctx)
+			}
+			got <- err
+		}()
+		time.Sleep(200 * time.Millisecond) // the waiter is subscribed by now
+		if err := lock.Release(ctx); err != nil {
+			t.Fatalf("Release(%q): %v", seat, err)
+		}
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatalf("waiter on %q: %v", seat, err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("waiter on %q not woken by the release within 2s: the notification was lost", seat)
+		}
+	}
+}
+
+// TestScreeningsSpreadOverMasters checks that the seats of different
+// screenings land on different masters, so that the lock load is sharded,
+// and that locks on every master work.
+func TestScreeningsSpreadOverMasters(t *testing.T) {
+	addrs := startCluster(t)
+	client := newClusterClient(t, addrs)
+	prefix := "cluster-test:" + uuid.NewString()[:8] + ":"
+	locker := newRedis(t, addrs, distlock.RedisOptions{TTL: testTTL, Prefix: prefix})
+	ctx := t.Context()
+
+	masters := map[string][]string{} // master address -> screenings whose locks it serves
+	for i := 1; i <= 12; i++ {
+		seat := fmt.Sprintf("{screening-%d}:A1", i)
+		lock, err := locker.TryObtain(ctx, seat, fmt.Sprintf("{screening-%d}:A2", i))
+		if err != nil {
+			t.Fatalf("TryObtain on screening %d: %v", i, err)
+		}
+		master, err := client.MasterForKey(ctx, lockKey(prefix, seat))
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := master.Options().Addr
+		// The lock key is really on that master, not just routed there.
+		if n, err := master.Exists(ctx, lockKey(prefix, seat)).Result(); err != nil || n != 1 {
+			t.Fatalf("lock key of %q on %s: exists = %d, %v", seat, addr, n, err)
+		}
+		masters[addr] = append(masters[addr], fmt.Sprint(i))
+		if err := lock.Release(ctx); err != nil {
+			t.Fatalf("Release on screening %d: %v", i, err)
+		}
+	}
+	if len(masters) != len(addrs) {
+		t.Fatalf("12 screenings used %d of %d masters: %v", len(masters), len(addrs), masters)
+	}
+	t.Logf("screenings per master: %v", masters)
+}
+
+func keySlot(t *testing.T, c *redis.ClusterClient, key string) int64 {
+	t.Helper()
+	slot, err := c.ClusterKeySlot(t.Context(), key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slot
+}

@@ -1,0 +1,30 @@
+-- acquire.lua takes every key of one lock on one Redlock node, or none of
+-- them, in one atomic step.
+--
+-- KEYS come in pairs, one pair per key the caller locks:
+--   KEYS[i]     the lock key, whose value is the holder's owner token
+--   KEYS[i + 1] the fence counter of that key, which never expires
+-- ARGV[1] is the new holder's owner token, ARGV[2] the lease in
+-- milliseconds, ARGV[3] is "1" when fencing tokens are wanted.
+--
+-- Returns {1, counter_1, counter_2, ...} when every key was free and is now
+-- taken (the counters are 0 without fencing); or {0, pttl} when a key is
+-- held, pttl being what is left of its lease in milliseconds (-1: none).
+
+for i = 1, #KEYS, 2 do
+  local pttl = redis.call("PTTL", KEYS[i])
+  if pttl ~= -2 then
+    return {0, pttl}
+  end
+end
+
+local reply = {1}
+for i = 1, #KEYS, 2 do
+  redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])
+  if ARGV[3] == "1" then
+    reply[#reply + 1] = redis.call("INCR", KEYS[i + 1])
+  else
+    reply[#reply + 1] = 0
+  end
+end
+return reply

@@ -1,0 +1,142 @@
+// Package redlock is a distlock backend on several independent Redis
+// servers, with the Redlock algorithm: a lock is held when a majority of
+// the servers granted it, and it is still within its lease. One server may
+// fail (of three; two of five) and locks keep working.
+//
+//	var nodes []redlock.Client
+//	for _, addr := range []string{"redis-a:6379", "redis-b:6379", "redis-c:6379"} {
+//		nodes = append(nodes, redis.NewClient(&redis.Options{
+//			Addr:                  addr,
+//			ContextTimeoutEnabled: true, // so that NodeTimeout cuts a hung node short
+//			MaxRetries:            -1,   // Redlock retries itself, on every node at once
+//			DialerRetries:         1,
+//		}))
+//	}
+//	locker := redlock.New(nodes, redlock.Options{TTL: 10 * time.Second, Fencing: true})
+//	lock, err := locker.Obtain(ctx, "{screening-42}:C7", "{screening-42}:C8")
+//	if err != nil {
+//		return err // ErrNotAcquired when ctx ended first; ErrUnavailable when a majority is down
+//	}
+//	defer lock.Release(context.WithoutCancel(ctx))
+//
+// # The algorithm
+//
+// The nodes are N Redis servers that know nothing of each other: no
+// replication, no Cluster. An attempt to take some keys:
+//
+//  1. notes the time, picks a random 128-bit owner token, and runs one Lua
+//     script on every node at once. On each node the script sets every key
+//     to the token with a lease of TTL, or none of them if one is held.
+//     Each call has a deadline of its own, NodeTimeout (TTL/20, at most
+//     50ms, by default), so a dead node costs the attempt that much, never
+//     the lease;
+//  2. counts the nodes that granted. The lock is held if at least N/2+1
+//     did, and its validity, TTL minus the time the attempt took minus a
+//     drift allowance (TTL/100 + 2ms), is still positive;
+//  3. otherwise releases on every node at once, including those that did
+//     not answer (their script may have run all the same), and tries again
+//     after a jittered exponential backoff, until the caller's context
+//     ends.
+//
+// N/2+1 is the quorum because any two majorities of N share at least one
+// node, and that node grants a key to one holder at a time: two clients
+// cannot both hold a majority. The jitter matters because several clients
+// that start together can split the vote (each gets a minority), and would
+// split it again if they retried in lockstep.
+//
+// Release and Refresh run on every node too: compare-and-delete and
+// compare-and-extend of the owner token, in one script per node. Refresh
+// succeeds when a quorum extended the lease within the new validity; a
+// watchdog refreshes every TTL/3, and the lock is lost (Lost is closed,
+// Err wraps distlock.ErrLost) when a quorum refused (the keys are gone or
+// someone else's) or when the validity runs out before a renewal reached a
+// quorum, for example because a majority of the nodes is down. Release
+// returns nil when a quorum still held the keys, distlock.ErrNotHeld when
+// fewer did (the lease had run out on the others), and ErrUnavailable when
+// too many nodes failed to answer to tell.
+//
+// The node clients should honour context deadlines
+// (ContextTimeoutEnabled), or a hung node holds every attempt up for the
+// client's read timeout instead of NodeTimeout; and they should not retry
+// or redial at length (MaxRetries -1, DialerRetries 1), or a dead node
+// costs every attempt the whole NodeTimeout instead of a refused
+// connection.
+//
+// Nodes that fail are errors, not a busy lock. When failed nodes alone put
+// a quorum out of reach in three attempts in a row (at most three
+// NodeTimeouts and two short backoffs), Obtain returns an error wrapping ErrUnavailable, so a
+// service answers 503 at once instead of waiting out its lock wait.
+//
+// # What it costs
+//
+// Every Obtain, Refresh and Release is one round trip to every node, sent
+// in parallel: the latency is that of the slowest node of a quorum, and
+// the load is N times that of one Redis. Fencing adds a second round
+// trip to Obtain. A waiting Obtain polls (there is no pub/sub across the
+// nodes), so a handoff takes up to a backoff interval.
+//
+// # What Redlock promises, and what it does not
+//
+// Redlock gives up on a single point of failure without giving up on
+// Redis; it does not make the lock a consensus system. Its safety rests on
+// assumptions that are worth knowing by name:
+//
+//   - Nodes keep their data. A node that restarts without persistence
+//     forgets the locks it granted, and can grant them again: with one of
+//     three nodes so reset, a second client can win a majority while the
+//     first still holds. antirez's answer is to run nodes with fsync'ed
+//     AOF, or to keep a restarted node out of service for longer than the
+//     TTL ("delayed restarts").
+//   - Time behaves. Leases expire by each node's clock, and the validity is
+//     computed on the client's clock. A node whose clock jumps forward
+//     expires a lock early; a client paused (GC, a stopped VM) longer than
+//     its validity believes in a lock it lost.
+//
+// Martin Kleppmann's "How to do distributed locking" (2016) argues that
+// for correctness these assumptions are not acceptable, that a lock without
+// fencing tokens cannot protect a resource from a paused holder, and that
+// Redlock does not produce such tokens. Salvatore Sanfilippo (antirez)
+// answered in "Is Redlock safe?" (2016): the algorithm only needs clocks
+// whose rate is roughly right, not synchronised clocks; a monotonic clock
+// for the validity removes the wall-clock jumps from the client; and
+// where a resource can check fencing tokens, it can often use the random
+// owner token for a compare-and-set as well. Both are worth reading; the
+// lock here takes the practical middle: Redlock for availability, fenced
+// writes to the database for correctness.
+//
+// # Fencing, as far as Redlock allows
+//
+// With Options.Fencing, the acquire script also increments a counter per
+// key on each node, which never expires. The token of a key is the highest
+// counter among the nodes that granted. Before Obtain returns, a second
+// script raises the counter of the key to that token on every granting
+// node that still holds the lock, and the lock is held only if a quorum
+// was raised in time.
+//
+// That makes tokens strictly increasing for as long as no node loses its
+// data: the next holder's quorum shares a node with the quorum raised for
+// the previous holder; on that node the next holder's increment came after
+// the raise (it could only take the key once the previous holder's key was
+// gone, and the raise ran while it was there), so its counter, and so its
+// token, is above the previous token. Without the raise, the maximum over
+// a quorum is not monotonic: counters drift apart (a node that was down
+// missed increments, a failed attempt incremented a few), and the next
+// quorum may miss the node with the highest counter.
+//
+// When a node restarts without persistence its counters start from zero,
+// and if it is the only node shared with the previous quorum, the next
+// token can be lower than the last: the fenced write is then refused, a
+// liveness problem, until the counters catch up; it is a safety problem if
+// the restarted node also granted a lock that was still held elsewhere.
+// Run the nodes with appendonly yes where fencing matters. A consensus
+// system (ZooKeeper's zxid, etcd's revision) or the database itself
+// (Postgres advisory locks in the booking transaction) gives tokens
+// without these ifs.
+//
+// # Summary
+//
+//	promises   mutual exclusion while nodes keep their data and clocks run at a sane rate; survives a minority of nodes down
+//	costs      one parallel round trip to N nodes per operation (two for Obtain with fencing); waiters poll
+//	fails      a majority down: ErrUnavailable within a few NodeTimeouts, held locks lost at the end of their validity
+//	fencing    per-key counters, monotonic while no node loses data (appendonly yes)
+package redlock

@@ -1,0 +1,92 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/distlock/redlock"
+)
+
+// exampleNodes starts n miniredis servers, Redis servers inside the test
+// process, so that the examples run anywhere. In production each client
+// points at a Redis server of its own, on a machine of its own.
+func exampleNodes(n int) (nodes []*miniredis.Miniredis, clients []redlock.Client, stop func()) {
+	for range n {
+		m := miniredis.NewMiniRedis()
+		if err := m.Start(); err != nil {
+			panic(err) // a test binary that cannot listen on loopback cannot run examples
+		}
+		c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+		nodes, clients = append(nodes, m), append(clients, c)
+	}
+	return nodes, clients, func() {
+		for i := range nodes {
+			_ = clients[i].(*redis.Client).Close()
+			nodes[i].Close()
+		}
+	}
+}
+
+func Example() {
+	nodes, clients, stop := exampleNodes(3)
+	defer stop()
+	locker := redlock.New(clients, redlock.Options{TTL: 10 * time.Second, Fencing: true})
+	ctx := context.Background()
+
+	lock, err := locker.Obtain(ctx, "{screening-42}:C7", "{screening-42}:C8")
+	if err != nil {
+		fmt.Println("obtain:", err)
+		return
+	}
+	fmt.Println("C7 fencing token:", lock.Token("{screening-42}:C7"))
+	fmt.Println("release:", lock.Release(ctx))
+
+	// One node of three goes down: a quorum of two still grants locks.
+	nodes[0].Close()
+	lock, err = locker.Obtain(ctx, "{screening-42}:C7")
+	if err != nil {
+		fmt.Println("obtain:", err)
+		return
+	}
+	fmt.Println("with one node down, C7 fencing token:", lock.Token("{screening-42}:C7"))
+	fmt.Println("release:", lock.Release(ctx))
+
+	// Two of three down: no quorum. Obtain fails at once with
+	// ErrUnavailable (a 503), not after the caller's lock wait.
+	nodes[1].Close()
+	_, err = locker.Obtain(ctx, "{screening-42}:C7")
+	fmt.Println("with two nodes down, unavailable:", errors.Is(err, redlock.ErrUnavailable))
+	fmt.Println("with two nodes down, not acquired:", errors.Is(err, distlock.ErrNotAcquired))
+	// Output:
+	// C7 fencing token: 1
+	// release: <nil>
+	// with one node down, C7 fencing token: 2
+	// release: <nil>
+	// with two nodes down, unavailable: true
+	// with two nodes down, not acquired: false
+}
+
+func ExampleLocker_TryObtain() {
+	_, clients, stop := exampleNodes(3)
+	defer stop()
+	a := redlock.New(clients, redlock.Options{})
+	b := redlock.New(clients, redlock.Options{})
+	ctx := context.Background()
+
+	lock, _ := a.TryObtain(ctx, "{screening-42}:C7")
+	_, err := b.TryObtain(ctx, "{screening-42}:C7")
+	fmt.Println("held elsewhere:", errors.Is(err, distlock.ErrNotAcquired))
+	_ = lock.Release(ctx)
+	lock, err = b.TryObtain(ctx, "{screening-42}:C7")
+	fmt.Println("after release:", err)
+	_ = lock.Release(ctx)
+	// Output:
+	// held elsewhere: true
+	// after release: <nil>
+}

@@ -1,0 +1,9 @@
+package redlock
+
+// LockKeyForTest returns the Redis key, on every node, that holds key's
+// owner token.
+func (l *Locker) LockKeyForTest(key string) string { return l.lockKey(key) }
+
+// FenceKeyForTest returns the Redis key, on every node, of key's fence
+// counter.
+func (l *Locker) FenceKeyForTest(key string) string { return l.fenceKey(key) }

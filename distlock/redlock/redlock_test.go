@@ -1,0 +1,250 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/distlock/distlocktest"
+	"github.com/seatlock/seatlock/distlock/redlock"
+)
+
+const testTTL = time.Second
+
+// testOptions are the options of the lockers under test. NodeTimeout is
+// raised from its default (50ms at this TTL): a 2-core CI machine running
+// the race detector stalls a live node's reply for 100ms now and then,
+// which would count the node as failed.
+func testOptions() redlock.Options {
+	return redlock.Options{TTL: testTTL, NodeTimeout: 200 * time.Millisecond, Fencing: true}
+}
+
+// newLocker returns a Locker with clients of its own on servers, as
+// another process would have.
+func newLocker(t testing.TB, servers []*server, opts redlock.Options) *redlock.Locker {
+	t.Helper()
+	return redlock.New(clients(t, servers), opts)
+}
+
+func TestConformance(t *testing.T) {
+	servers := startServers(t, 3)
+	// Every subtest of the suite uses keys of its own, so the lockers can
+	// share the servers and the default prefix.
+	locker := func(renewEvery time.Duration) func(t *testing.T) distlock.Locker {
+		return func(t *testing.T) distlock.Locker {
+			return newLocker(t, servers, withRenewEvery(testOptions(), renewEvery))
+		}
+	}
+	distlocktest.Run(t, locker(0), distlocktest.Options{
+		TTL:            testTTL,
+		Fencing:        true, // the nodes keep their data for the whole test
+		NewNonRenewing: locker(-1),
+		Expire: func(t *testing.T, key string) {
+			// As if the lease had run out: on every node.
+			lockKey := redlock.New(clients(t, servers), redlock.Options{}).LockKeyForTest(key)
+			for _, s := range servers {
+				if n, err := s.client(t).Del(t.Context(), lockKey).Result(); err != nil || n != 1 {
+					t.Fatalf("delete %s on %s = %d, %v; want 1, nil", lockKey, s.addr, n, err)
+				}
+			}
+		},
+	})
+}
+
+// TestMinorityDown stops a minority of the nodes while locks are taken and
+// held: exclusion holds, a held lock survives, and locks are still taken
+// after the stop.
+func TestMinorityDown(t *testing.T) {
+	for _, tc := range []struct{ nodes, stop int }{{3, 1}, {5, 2}} {
+		t.Run(fmt.Sprintf("%d_of_%d", tc.stop, tc.nodes), func(t *testing.T) {
+			servers := startServers(t, tc.nodes)
+			opts := testOptions()
+			key := "{screening-" + uuid.NewString()[:8] + "}:A1"
+			longKey := "{screening-" + uuid.NewString()[:8] + "}:B1"
+
+			long, err := newLocker(t, servers, opts).Obtain(t.Context(), longKey)
+			if err != nil {
+				t.Fatalf("Obtain(%q): %v", longKey, err)
+			}
+
+			const lockers, perLocker, rounds = 2, 2, 15
+			sections := lockers * perLocker * rounds
+			var (
+				done, after atomic.Int32 // sections done; sections begun after the stop
+				stopped     atomic.Bool
+				inside      atomic.Int32
+				overlaps    atomic.Int32
+				stale       atomic.Int32
+				counter     atomic.Int64 // read and written back inside the section
+				lastTok     atomic.Int64
+				errs        = make(chan error, lockers*perLocker)
+				wg          sync.WaitGroup
+			)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			for range lockers {
+				l := newLocker(t, servers, opts)
+				for range perLocker {
+					wg.Go(func() {
+						for range rounds {
+							lock, err := l.Obtain(ctx, key)
+							if err != nil {
+								errs <- fmt.Errorf("Obtain: %w", err)
+								return
+							}
+							if stopped.Load() {
+								after.Add(1)
+							}
+							if inside.Add(1) != 1 {
+								overlaps.Add(1)
+							}
+							if tok := lock.Token(key); tok <= lastTok.Load() {
+								stale.Add(1)
+							} else {
+								lastTok.Store(tok)
+							}
+							c := counter.Load()
+							time.Sleep(time.Millisecond)
+							counter.Store(c + 1)
+							inside.Add(-1)
+							if err := lock.Release(ctx); err != nil {
+								errs <- fmt.Errorf("Release: %w", err)
+								return
+							}
+							if done.Add(1) == int32(sections/3) {
+								for _, s := range servers[:tc.stop] {
+									s.stop()
+								}
+								stopped.Store(true)
+							}
+						}
+					})
+				}
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			if overlaps.Load() != 0 || counter.Load() != int64(sections) || stale.Load() != 0 {
+				t.Errorf("exclusion broken: %d overlapping sections, counter %d after %d sections, %d stale fencing tokens",
+					overlaps.Load(), counter.Load(), sections, stale.Load())
+			}
+			if !stopped.Load() || after.Load() == 0 {
+				t.Errorf("no lock taken after %d of %d nodes stopped", tc.stop, tc.nodes)
+			}
+
+			// The lock held across the stop was renewed on the remaining quorum.
+			time.Sleep(testTTL * 3 / 2)
+			if err := long.Err(); err != nil {
+				t.Errorf("lock held across the stop: Err = %v, want nil", err)
+			}
+			if err := long.Refresh(t.Context()); err != nil {
+				t.Errorf("lock held across the stop: Refresh = %v", err)
+			}
+			if err := long.Release(t.Context()); err != nil {
+				t.Errorf("lock held across the stop: Release = %v", err)
+			}
+		})
+	}
+}
+
+// TestMajorityDown stops a majority of the nodes: Obtain fails with
+// ErrUnavailable long before its context ends, and a held lock is reported
+// lost.
+func TestMajorityDown(t *testing.T) {
+	servers := startServers(t, 3)
+	locker := newLocker(t, servers, testOptions())
+	held, err := locker.Obtain(t.Context(), "{majority}:held-"+uuid.NewString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers[0].stop()
+	servers[1].stop()
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	_, err = locker.Obtain(ctx, "{majority}:new-"+uuid.NewString())
+	if !errors.Is(err, redlock.ErrUnavailable) || errors.Is(err, distlock.ErrNotAcquired) {
+		t.Fatalf("Obtain with 2 of 3 nodes down = %v, want ErrUnavailable and not ErrNotAcquired", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Obtain waited until its context ended")
+	}
+	if _, err := locker.TryObtain(t.Context(), "{majority}:try"); !errors.Is(err, redlock.ErrUnavailable) {
+		t.Fatalf("TryObtain with 2 of 3 nodes down = %v, want ErrUnavailable", err)
+	}
+
+	select {
+	case <-held.Lost():
+	case <-time.After(5 * testTTL):
+		t.Fatal("held lock not reported lost within 5 TTL of losing its majority")
+	}
+	if err := held.Err(); !errors.Is(err, distlock.ErrLost) {
+		t.Fatalf("Err after Lost = %v, want ErrLost", err)
+	}
+	if err := held.Release(t.Context()); !errors.Is(err, redlock.ErrUnavailable) {
+		t.Fatalf("Release with 2 of 3 nodes down = %v, want ErrUnavailable", err)
+	}
+}
+
+// TestFencingAcrossDivergentCounters shows why Obtain raises the fence
+// counters of the granting nodes: counters of the nodes drift apart (here
+// node 0's is far ahead), and once that node is gone, the next quorum must
+// still issue a higher token.
+func TestFencingAcrossDivergentCounters(t *testing.T) {
+	servers := startServers(t, 3)
+	locker := newLocker(t, servers, testOptions())
+	key := "{fence}:" + uuid.NewString()
+	if err := servers[0].client(t).Set(t.Context(), locker.FenceKeyForTest(key), 100, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	first, err := locker.Obtain(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := first.Token(key); got != 101 {
+		t.Fatalf("first token = %d, want 101 (node 0's counter was 100)", got)
+	}
+	if err := first.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	servers[0].stop()
+	second, err := locker.Obtain(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Release(t.Context())
+	if got := second.Token(key); got <= 101 {
+		t.Fatalf("token after node 0 stopped = %d, want above 101", got)
+	}
+}
+
+// TestTokenWithoutFencing checks that a Locker without Fencing issues no
+// tokens.
+func TestTokenWithoutFencing(t *testing.T) {
+	servers := startServers(t, 3)
+	key := "{nofence}:" + uuid.NewString()
+	lock, err := newLocker(t, servers, redlock.Options{TTL: testTTL, NodeTimeout: 200 * time.Millisecond}).Obtain(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(t.Context())
+	if got := lock.Token(key); got != 0 {
+		t.Fatalf("Token without Fencing = %d, want 0", got)
+	}
+}
+
+func withRenewEvery(opts redlock.Options, every time.Duration) redlock.Options {
+	opts.RenewEvery = every
+	return opts
+}

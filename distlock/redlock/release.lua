@@ -1,0 +1,15 @@
+-- release.lua deletes the lock keys on one node that still hold the
+-- caller's owner token, and leaves every other key alone.
+--
+-- KEYS are lock keys, ARGV[1] the owner token.
+--
+-- Returns how many keys were deleted.
+
+local released = 0
+for i = 1, #KEYS do
+  if redis.call("GET", KEYS[i]) == ARGV[1] then
+    redis.call("DEL", KEYS[i])
+    released = released + 1
+  end
+end
+return released
