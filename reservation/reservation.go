@@ -28,7 +28,26 @@ const (
 	// LockKeyedRedis puts the keyed mutex in front of the Redis lock so that
 	// only one goroutine per process and seat talks to Redis.
 	LockKeyedRedis Strategy = "keyed+redis"
+	// LockPostgres is a Postgres advisory lock per seat, held by a session.
+	LockPostgres Strategy = "postgres"
+	// LockRedlock is the Redlock algorithm over several independent Redis
+	// servers: a majority of them must grant each seat.
+	LockRedlock Strategy = "redlock"
+	// LockFile is a file lock (flock) per seat: several processes, one host.
+	LockFile Strategy = "file"
+	// LockZooKeeper is ZooKeeper's fair lock recipe per seat: waiters are
+	// served in arrival order.
+	LockZooKeeper Strategy = "zookeeper"
 )
+
+// AllStrategies lists every lock strategy, in the order the workshop meets
+// them. Which of them a running service offers depends on its lockers.
+func AllStrategies() []Strategy {
+	return []Strategy{
+		LockNone, LockGlobal, LockKeyed, LockRedis, LockKeyedRedis,
+		LockPostgres, LockRedlock, LockFile, LockZooKeeper,
+	}
+}
 
 // Guard names how the final write of a booking is made.
 type Guard string
@@ -141,10 +160,6 @@ func (s Screening) HasSeat(id string) bool {
 
 // Capacity returns the number of seats of the screening.
 func (s Screening) Capacity() int { return s.Rows * s.SeatsPerRow }
-
-// Safe reports whether the strategy keeps seats from being double-booked
-// across several instances of the service.
-func (s Strategy) Safe() bool { return s == LockRedis || s == LockKeyedRedis }
 
 // Unsafe reports whether the strategy or guard is one that is offered only in
 // demo mode because it is expected to double-book.

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -48,6 +49,10 @@ type Options struct {
 	// Logger receives warnings (lost locks, failed releases). Nil discards.
 	Logger *slog.Logger
 
+	// Events, when set, is told of every booking and cancellation written
+	// (see EventPublisher); the live seat map is fed from it.
+	Events EventPublisher
+
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
 }
@@ -57,6 +62,44 @@ type Options struct {
 type Service struct {
 	store Store
 	opts  Options
+
+	// screenings caches the screenings found in the store, so that a
+	// booking does not read its screening again on every request: one
+	// round trip fewer per booking. It is safe because a screening never
+	// changes once created (Store has no method that updates or deletes
+	// one), so a cached copy can never be stale. Unknown ids are not
+	// cached: another instance may create that screening later.
+	screenings screeningCache
+}
+
+// maxCachedScreenings bounds the screening cache; beyond it screenings are
+// read from the store as if there were no cache.
+const maxCachedScreenings = 4096
+
+// screeningCache is a bounded map of immutable screenings by id.
+type screeningCache struct {
+	// mu protects m. Readers (every booking) share it; writers hold it
+	// only to add one entry.
+	mu sync.RWMutex
+	m  map[string]Screening
+}
+
+func (c *screeningCache) get(id string) (Screening, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	sc, ok := c.m[id]
+	return sc, ok
+}
+
+func (c *screeningCache) put(sc Screening) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string]Screening)
+	}
+	if len(c.m) < maxCachedScreenings {
+		c.m[sc.ID] = sc
+	}
 }
 
 // NewService returns a Service over the store.
@@ -193,7 +236,15 @@ func (s *Service) Screening(ctx context.Context, id string) (Screening, error) {
 	if validID(id) != nil {
 		return Screening{}, ErrNotFound
 	}
-	return s.store.Screening(ctx, id)
+	if sc, ok := s.screenings.get(id); ok {
+		return sc, nil
+	}
+	sc, err := s.store.Screening(ctx, id)
+	if err != nil {
+		return Screening{}, err
+	}
+	s.screenings.put(sc)
+	return sc, nil
 }
 
 // Screenings returns every screening, oldest first.
@@ -422,6 +473,7 @@ func (s *Service) write(ctx context.Context, sc Screening, seats []string, custo
 	err = s.store.Book(ctx, w)
 	switch {
 	case err == nil:
+		s.publish(ctx, EventBooked, b)
 		return Confirmation{Booking: b, Token: token}, nil
 	case errors.Is(err, ErrStaleToken):
 		return Confirmation{}, fmt.Errorf("a newer lock holder has written these seats: %w", ErrLockLost)
@@ -451,7 +503,7 @@ func (s *Service) Cancel(ctx context.Context, id, token string) error {
 	if uuid.Validate(id) != nil {
 		return ErrNotFound
 	}
-	_, hash, err := s.store.Booking(ctx, id)
+	b, hash, err := s.store.Booking(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -461,7 +513,14 @@ func (s *Service) Cancel(ctx context.Context, id, token string) error {
 	if !tokenMatches(token, hash) {
 		return &messageError{kind: ErrForbidden, msg: "the token does not match this booking"}
 	}
-	return s.store.Cancel(ctx, id)
+	if err := s.store.Cancel(ctx, id); err != nil {
+		return err
+	}
+	if b.Status == BookingConfirmed {
+		// A second cancel changes nothing and tells nobody.
+		s.publish(ctx, EventCancelled, b)
+	}
+	return nil
 }
 
 // Ready reports whether the store and the lock backend answer. It returns

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,10 +25,19 @@ type Store struct {
 // Options configure Open. The zero value works.
 type Options struct {
 	// MaxConns is the most connections the pool opens. Zero keeps the
-	// URL's pool_max_conns, or else pgxpool's default (4, or the number of
-	// CPUs if more).
+	// URL's pool_max_conns, or else DefaultMaxConns.
 	MaxConns int32
 }
+
+// DefaultMaxConns is the pool size when neither Options.MaxConns nor the
+// URL's pool_max_conns sets one. pgxpool's own default, 4 (or the number of
+// CPUs if more), is too small for the booking API: each booking holds a
+// connection only briefly, but it takes one twice (the taken seats, then
+// the write's transaction of three round trips), and with tens of bookings
+// in flight four connections become the queue every booking waits in
+// (measured in docs/benchmarks-loadgen.md). Three instances of this size
+// stay well below Postgres's default max_connections of 100.
+const DefaultMaxConns = 16
 
 // Open connects to the database at databaseURL with a pool, applies the
 // migrations it lacks (see Migrate), and returns the store. It returns an
@@ -38,8 +48,11 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*Store, error)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: database URL: %w", err)
 	}
-	if opts.MaxConns > 0 {
+	switch {
+	case opts.MaxConns > 0:
 		cfg.MaxConns = opts.MaxConns
+	case !strings.Contains(databaseURL, "pool_max_conns"):
+		cfg.MaxConns = DefaultMaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
