@@ -46,8 +46,9 @@ func handleMetrics(reg *prometheus.Registry) gin.HandlerFunc {
 //go:embed index.html
 var indexHTML []byte
 
-// handleIndex serves the seat map page: plain HTML and a little script
-// that polls the JSON API, so it needs nothing but this binary.
+// handleIndex serves the live seat map page: plain HTML and a little
+// script that follows a screening's event stream and books through the
+// JSON API, so it needs nothing but this binary.
 func handleIndex() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		c.Header("Cache-Control", "no-cache")

@@ -96,3 +96,47 @@ type createBookingJSON struct {
 	Seats    []string `json:"seats"`
 	Customer string   `json:"customer"`
 }
+
+// snapshotJSON is the first event of a live stream: the screening and all
+// of its seats.
+type snapshotJSON struct {
+	Screening screeningJSON `json:"screening"`
+	Seats     []seatJSON    `json:"seats"`
+}
+
+func toSnapshotJSON(sc reservation.Screening, seats []reservation.Seat) snapshotJSON {
+	return snapshotJSON{Screening: toScreeningJSON(sc), Seats: toSeatsJSON(seats)}
+}
+
+// eventJSON is a "booked" or "cancelled" event of a live stream.
+type eventJSON struct {
+	Kind        string    `json:"kind"`
+	ScreeningID string    `json:"screening_id"`
+	BookingID   string    `json:"booking_id"`
+	Seats       []string  `json:"seats"`
+	At          time.Time `json:"at"`
+}
+
+func toEventJSON(e reservation.Event) eventJSON {
+	return eventJSON{
+		Kind:        string(e.Kind),
+		ScreeningID: e.ScreeningID,
+		BookingID:   e.BookingID,
+		Seats:       e.Seats,
+		At:          e.At.UTC(),
+	}
+}
+
+func toSeatsJSON(seats []reservation.Seat) []seatJSON {
+	out := make([]seatJSON, len(seats))
+	for i, seat := range seats {
+		out[i] = seatJSON{
+			ID:        seat.ID,
+			Row:       seat.Row,
+			Number:    seat.Number,
+			Status:    string(seat.Status),
+			BookingID: seat.BookingID,
+		}
+	}
+	return out
+}

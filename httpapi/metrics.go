@@ -11,7 +11,7 @@ import (
 // number of series stays bounded whatever clients send.
 type metrics struct {
 	requests *prometheus.CounterVec   // route, method, status
-	duration *prometheus.HistogramVec // route
+	duration *prometheus.HistogramVec // route, status
 	inFlight *prometheus.GaugeVec     // route
 	bookings *prometheus.CounterVec   // strategy, outcome
 }
@@ -24,9 +24,9 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		}, []string{"route", "method", "status"})),
 		duration: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "http_request_duration_seconds",
-			Help:    "Time to answer an HTTP request, by route pattern.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12), // 1ms to ~60s
-		}, []string{"route"})),
+			Help:    "Time to answer an HTTP request, by route pattern and status. A live event stream counts its whole life.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14), // 100µs to ~150s
+		}, []string{"route", "status"})),
 		inFlight: register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "http_requests_in_flight",
 			Help: "HTTP requests being served, by route pattern.",

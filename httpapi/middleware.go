@@ -40,7 +40,7 @@ func observe(logger *slog.Logger, m *metrics) gin.HandlerFunc {
 		elapsed := time.Since(start)
 		status := c.Writer.Status()
 		m.requests.WithLabelValues(route, c.Request.Method, strconv.Itoa(status)).Inc()
-		m.duration.WithLabelValues(route).Observe(elapsed.Seconds())
+		m.duration.WithLabelValues(route, strconv.Itoa(status)).Observe(elapsed.Seconds())
 
 		attrs := []slog.Attr{
 			slog.String("id", id),

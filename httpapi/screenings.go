@@ -91,16 +91,7 @@ func handleSeatMap(svc *reservation.Service) gin.HandlerFunc {
 			respondErr(c, err)
 			return
 		}
-		out := seatMapJSON{ScreeningID: s.ID, Seats: make([]seatJSON, len(seats))}
-		for i, seat := range seats {
-			out.Seats[i] = seatJSON{
-				ID:        seat.ID,
-				Row:       seat.Row,
-				Number:    seat.Number,
-				Status:    string(seat.Status),
-				BookingID: seat.BookingID,
-			}
-		}
+		out := seatMapJSON{ScreeningID: s.ID, Seats: toSeatsJSON(seats)}
 		c.JSON(http.StatusOK, out)
 	}
 }

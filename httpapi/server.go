@@ -27,6 +27,15 @@ type Options struct {
 
 	// ReadyTimeout bounds the backend checks of GET /readyz. Zero means 2s.
 	ReadyTimeout time.Duration
+
+	// Events feeds the live streams of GET /v1/screenings/{id}/events.
+	// Nil answers that route with 404; the page then shows no live map.
+	// Whoever owns the hub closes it before shutting the server down.
+	Events *Hub
+
+	// Heartbeat is how often an idle live stream gets a comment, so that
+	// proxies keep it open. Zero means 15s.
+	Heartbeat time.Duration
 }
 
 // NewServer returns the HTTP handler of the seatlock API over svc: every
@@ -42,6 +51,9 @@ func NewServer(svc *reservation.Service, opts Options) http.Handler {
 	}
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = 2 * time.Second
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = 15 * time.Second
 	}
 	m := newMetrics(opts.Registry)
 

@@ -24,6 +24,7 @@ type backends struct {
 	store      reservation.Store
 	lockers    map[reservation.Strategy]reservation.SeatLocker
 	lockHealth func(context.Context) error
+	redis      *redis.Client // also carries the live seat map's events
 
 	// closers run in reverse order by close: the last opened first.
 	closers []func() error
@@ -88,6 +89,10 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger) (_ *back
 		reservation.LockRedis:      distributed,
 		reservation.LockKeyedRedis: locking.Layered(keyed, distributed),
 	}
+	if err := openOtherLockers(ctx, cfg, logger, b); err != nil {
+		return nil, err
+	}
+	b.redis = client
 	return b, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -26,6 +28,11 @@ type config struct {
 	PaymentDelay time.Duration
 	Demo         bool
 	AdminToken   string
+
+	// The lock backends beyond Redis (see openOtherLockers).
+	LockDir          string   // file locks; default under the temp directory
+	RedlockURLs      []string // empty: no redlock strategy
+	ZooKeeperServers []string // empty: no zookeeper strategy
 }
 
 // configError is a bad flag or environment variable. main exits with
@@ -47,7 +54,7 @@ const minLockTTL = 10 * time.Millisecond
 // stderr. It returns flag.ErrHelp for -h, or a *configError.
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	var cfg config
-	var lock, guard string
+	var lock, guard, redlockURLs, zkServers string
 	fs := flag.NewFlagSet("api", flag.ContinueOnError)
 	// Errors are reported in one line by main; only -h prints the usage.
 	fs.SetOutput(io.Discard)
@@ -65,7 +72,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	str(&cfg.Addr, "addr", "ADDR", ":8080", "listen address")
 	str(&cfg.DatabaseURL, "database-url", "DATABASE_URL", "", "Postgres URL; empty means the in-memory store")
 	str(&cfg.RedisURL, "redis-url", "REDIS_URL", "", "Redis URL (redis://host:port/db); empty means an embedded Redis server")
-	str(&lock, "lock", "LOCK_STRATEGY", string(reservation.LockKeyedRedis), "default lock strategy of new screenings: none, global, keyed, redis, keyed+redis")
+	str(&lock, "lock", "LOCK_STRATEGY", string(reservation.LockKeyedRedis), "default lock strategy of new screenings: "+strategyNames())
 	str(&guard, "guard", "WRITE_GUARD", string(reservation.GuardFence), "default write guard of new screenings: fence, off")
 	dur(&cfg.LockTTL, "lock-ttl", "LOCK_TTL", 10*time.Second, "lease of a distributed lock, renewed every third of it")
 	dur(&cfg.LockWait, "lock-wait", "LOCK_WAIT", 5*time.Second, "longest a booking waits for its seat locks before 409 seat_busy")
@@ -73,6 +80,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.BoolVar(&cfg.Demo, "demo", false, "allow the unsafe choices lock=none and guard=off (env DEMO_MODE)")
 	env["demo"], hint["demo"] = "DEMO_MODE", "want true or false"
 	str(&cfg.AdminToken, "admin-token", "ADMIN_TOKEN", "", "bearer token that POST /v1/screenings requires; empty means none")
+	str(&cfg.LockDir, "lock-dir", "LOCK_DIR", filepath.Join(os.TempDir(), "seatlock-locks"), "directory of the file strategy's lock files (one host only)")
+	str(&redlockURLs, "redlock-urls", "REDLOCK_URLS", "", "comma-separated Redis URLs of independent servers for the redlock strategy; empty means no redlock")
+	str(&zkServers, "zookeeper-servers", "ZOOKEEPER_SERVERS", "", "comma-separated host:port of a ZooKeeper ensemble for the zookeeper strategy; empty means no zookeeper")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -103,6 +113,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return config{}, err
 	}
 	cfg.Lock, cfg.Guard = reservation.Strategy(lock), reservation.Guard(guard)
+	cfg.RedlockURLs, cfg.ZooKeeperServers = splitList(redlockURLs), splitList(zkServers)
 	if err := cfg.validate(); err != nil {
 		return config{}, &configError{err}
 	}
@@ -112,13 +123,25 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 // validate checks the values that the flag types cannot.
 func (c config) validate() error {
 	switch c.Lock {
-	case reservation.LockGlobal, reservation.LockKeyed, reservation.LockRedis, reservation.LockKeyedRedis:
+	case reservation.LockGlobal, reservation.LockKeyed, reservation.LockRedis, reservation.LockKeyedRedis, reservation.LockFile:
 	case reservation.LockNone:
 		if !c.Demo {
 			return errors.New("LOCK_STRATEGY=none can double-book and needs DEMO_MODE=true")
 		}
+	case reservation.LockPostgres:
+		if c.DatabaseURL == "" {
+			return errors.New("LOCK_STRATEGY=postgres needs DATABASE_URL")
+		}
+	case reservation.LockRedlock:
+		if len(c.RedlockURLs) == 0 {
+			return errors.New("LOCK_STRATEGY=redlock needs REDLOCK_URLS")
+		}
+	case reservation.LockZooKeeper:
+		if len(c.ZooKeeperServers) == 0 {
+			return errors.New("LOCK_STRATEGY=zookeeper needs ZOOKEEPER_SERVERS")
+		}
 	default:
-		return fmt.Errorf("LOCK_STRATEGY %q is unknown; use one of none, global, keyed, redis, keyed+redis", c.Lock)
+		return fmt.Errorf("LOCK_STRATEGY %q is unknown; use one of %s", c.Lock, strategyNames())
 	}
 	switch c.Guard {
 	case reservation.GuardFence:
@@ -141,6 +164,17 @@ func (c config) validate() error {
 			return errors.New("REDIS_URL is not a valid Redis URL (redis://host:port/db)")
 		}
 	}
+	for _, u := range c.RedlockURLs {
+		if _, err := redis.ParseURL(u); err != nil {
+			return errors.New("REDLOCK_URLS holds a URL that is not a valid Redis URL (redis://host:port/db)")
+		}
+	}
+	if len(c.RedlockURLs) > 0 && len(c.RedlockURLs) < 3 {
+		return fmt.Errorf("REDLOCK_URLS names %d servers; Redlock needs at least 3 independent ones", len(c.RedlockURLs))
+	}
+	if c.LockDir == "" {
+		return errors.New("LOCK_DIR is empty")
+	}
 	if strings.TrimSpace(c.Addr) == "" {
 		return errors.New("ADDR is empty")
 	}
@@ -154,4 +188,24 @@ func (c config) validate() error {
 		return fmt.Errorf("PAYMENT_DELAY %v must be from 0 to %v", c.PaymentDelay, reservation.MaxPaymentDelay)
 	}
 	return nil
+}
+
+// splitList splits a comma-separated setting, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// strategyNames lists every lock strategy for messages.
+func strategyNames() string {
+	var names []string
+	for _, s := range reservation.AllStrategies() {
+		names = append(names, string(s))
+	}
+	return strings.Join(names, ", ")
 }

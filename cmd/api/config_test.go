@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ func TestParseConfig(t *testing.T) {
 	defaults := config{
 		Addr: ":8080", Lock: reservation.LockKeyedRedis, Guard: reservation.GuardFence,
 		LockTTL: 10 * time.Second, LockWait: 5 * time.Second,
+		LockDir: filepath.Join(os.TempDir(), "seatlock-locks"),
 	}
 	for _, tc := range []struct {
 		name string
@@ -27,11 +30,13 @@ func TestParseConfig(t *testing.T) {
 		{"environment", nil, map[string]string{
 			"ADDR": "127.0.0.1:9000", "DATABASE_URL": "postgres://u@db/x", "REDIS_URL": "redis://r:6379/1",
 			"LOCK_STRATEGY": "none", "WRITE_GUARD": "off", "LOCK_TTL": "2s", "LOCK_WAIT": "250ms",
-			"PAYMENT_DELAY": "1.5s", "DEMO_MODE": "true", "ADMIN_TOKEN": "t",
+			"PAYMENT_DELAY": "1.5s", "DEMO_MODE": "true", "ADMIN_TOKEN": "t", "LOCK_DIR": "/tmp/l",
+			"REDLOCK_URLS": "redis://a:1/0, redis://b:1/0,redis://c:1/0", "ZOOKEEPER_SERVERS": "z1:2181,z2:2181",
 		}, func(c *config) {
 			*c = config{Addr: "127.0.0.1:9000", DatabaseURL: "postgres://u@db/x", RedisURL: "redis://r:6379/1",
 				Lock: reservation.LockNone, Guard: reservation.GuardOff, LockTTL: 2 * time.Second, LockWait: 250 * time.Millisecond,
-				PaymentDelay: 1500 * time.Millisecond, Demo: true, AdminToken: "t"}
+				PaymentDelay: 1500 * time.Millisecond, Demo: true, AdminToken: "t", LockDir: "/tmp/l",
+				RedlockURLs: []string{"redis://a:1/0", "redis://b:1/0", "redis://c:1/0"}, ZooKeeperServers: []string{"z1:2181", "z2:2181"}}
 		}},
 		{"flags win over the environment",
 			[]string{"-addr", ":1", "-lock", "keyed", "-guard", "fence", "-lock-ttl", "3s", "-demo=false", "-payment-delay", "0"},
@@ -47,7 +52,7 @@ func TestParseConfig(t *testing.T) {
 			}
 			want := defaults
 			tc.want(&want)
-			if got != want {
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("got  %+v\nwant %+v", got, want)
 			}
 		})
@@ -64,7 +69,12 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad duration flag", []string{"-lock-ttl", "10"}, nil, "lock-ttl"},
 		{"bad duration env", nil, map[string]string{"LOCK_WAIT": "5 seconds"}, "LOCK_WAIT"},
 		{"bad bool env", nil, map[string]string{"DEMO_MODE": "maybe"}, "DEMO_MODE"},
-		{"unknown strategy", []string{"-lock", "zookeeper"}, nil, "LOCK_STRATEGY"},
+		{"unknown strategy", []string{"-lock", "etcd"}, nil, "LOCK_STRATEGY"},
+		{"zookeeper without servers", []string{"-lock", "zookeeper"}, nil, "ZOOKEEPER_SERVERS"},
+		{"redlock without servers", []string{"-lock", "redlock"}, nil, "REDLOCK_URLS"},
+		{"redlock with two servers", []string{"-lock", "redlock", "-redlock-urls", "redis://a:1,redis://b:1"}, nil, "at least 3"},
+		{"bad redlock URL", nil, map[string]string{"REDLOCK_URLS": "redis://a:1,http://b,redis://c:1"}, "REDLOCK_URLS"},
+		{"postgres lock without a database", []string{"-lock", "postgres"}, nil, "DATABASE_URL"},
 		{"unknown strategy env", nil, map[string]string{"LOCK_STRATEGY": "Keyed"}, "LOCK_STRATEGY"},
 		{"unknown guard", nil, map[string]string{"WRITE_GUARD": "none"}, "WRITE_GUARD"},
 		{"none without demo", []string{"-lock", "none"}, nil, "DEMO_MODE"},

@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/seatlock/seatlock/httpapi"
+	"github.com/seatlock/seatlock/locking"
 	"github.com/seatlock/seatlock/reservation"
 )
 
@@ -83,8 +84,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer b.close(logger)
 
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	lockMetrics, err := locking.NewMetrics(reg, logger)
+	if err != nil {
+		return err
+	}
+	// Every strategy's locker is measured as a whole, labelled by its
+	// name: "keyed+redis" is the time in both of its layers together.
+	lockers := make(map[reservation.Strategy]reservation.SeatLocker, len(b.lockers))
+	for strategy, l := range b.lockers {
+		lockers[strategy] = locking.Instrument(string(strategy), l, lockMetrics)
+	}
+
+	// The live seat map: this instance's bookings go out over Redis, and
+	// everyone's come back to the hub, which feeds the open pages.
+	hub := httpapi.NewHub(0)
+	events := startEvents(ctx, b.redis, hub, logger)
+	// Deferred after b.close, so it runs before: the events need Redis.
+	defer events.close()
+
 	svc := reservation.NewService(b.store, reservation.Options{
-		Lockers:             b.lockers,
+		Events:              events,
+		Lockers:             lockers,
 		DefaultLock:         cfg.Lock,
 		DefaultGuard:        cfg.Guard,
 		DefaultPaymentDelay: cfg.PaymentDelay,
@@ -99,13 +121,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("demo screening: %w", err)
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv := &http.Server{
 		Handler: httpapi.NewServer(svc, httpapi.Options{
 			Logger:     logger,
 			Registry:   reg,
 			AdminToken: cfg.AdminToken,
+			Events:     hub,
 		}),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
@@ -135,6 +156,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// backends close. ctx has ended, so the drain gets a fresh context, as
 	// long as the longest request may take.
 	logger.Info("shutting down: draining requests")
+	// Shutdown waits for every request, and a live stream never ends by
+	// itself: closing the hub ends them all first. (Shutdown does not
+	// cancel requests' contexts; it only waits for handlers to return.)
+	hub.Close()
 	drain, cancel := context.WithTimeout(context.Background(), srv.WriteTimeout)
 	defer cancel()
 	err = srv.Shutdown(drain)

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// browser returns a chromedp context on a fresh headless chromium, or
+// skips the test when there is none. Under REQUIRE_INTEGRATION=1 and
+// REQUIRE_BROWSER=1 (as in CI) a missing browser is a failure instead.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		msg := "no chromium found: install it (apt-get install -y chromium) to run the browser test"
+		if os.Getenv("REQUIRE_INTEGRATION") == "1" && os.Getenv("REQUIRE_BROWSER") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1200, 800),
+	)
+	ctx, cancelTab := chromedp.NewContext(alloc)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(func() { cancelTimeout(); cancelTab(); cancelAlloc() })
+	return ctx
+}
+
+// TestSeatMapInBrowser loads the live seat map in a real browser, books a
+// seat through the API from outside and watches it turn booked on the page,
+// then books one by clicking.
+func TestSeatMapInBrowser(t *testing.T) {
+	ctx := browser(t)
+	api := startAPI(t, nil)
+	s := createScreening(t, api.url, `{"id":"browser-test","movie":"Headless","rows":3,"seats_per_row":6}`)
+	seat := func(id string) string { return `button.seat[data-seat="` + id + `"]` }
+
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(api.url+"/?screening="+s.ID),
+		chromedp.WaitVisible(seat("C6")),
+	)
+	if err != nil {
+		t.Fatalf("loading the page: %v", err)
+	}
+	text, err := chromedp.Run(ctx, chromedp.Text("#map"))
+	for _, id := range []string{"A1", "B4", "C6"} {
+		if err != nil || !strings.Contains(text, id) {
+			t.Errorf("the page does not show seat %s: %q (%v)", id, text, err)
+		}
+	}
+
+	t.Run("a booking made elsewhere turns its seat booked", func(t *testing.T) {
+		if r := call(t, "POST", api.url+"/v1/screenings/"+s.ID+"/bookings", bookingBody("outside", "B2")); r.status != 201 {
+			t.Fatalf("booking: %d %s", r.status, r.body)
+		}
+		wait, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if err := chromedp.Do(wait, chromedp.WaitVisible(seat("B2")+".booked")); err != nil {
+			t.Fatalf("B2 not shown booked within 5s: %v", err)
+		}
+		counts, err := chromedp.Run(ctx, chromedp.Text("#info"))
+		if err != nil || !strings.Contains(counts, "booked 1") || !strings.Contains(counts, "free 17") {
+			t.Errorf("counts %q (%v), want 17 free and 1 booked", counts, err)
+		}
+	})
+
+	t.Run("a seat booked by clicking shows the token", func(t *testing.T) {
+		err := chromedp.Do(ctx,
+			chromedp.Click(seat("A3")),
+			chromedp.WaitVisible(seat("A3")+".picked"),
+			chromedp.SendKeys("#customer", "clicker"),
+			chromedp.Click("#confirm"),
+			chromedp.WaitVisible("#token"),
+			chromedp.WaitVisible(seat("A3")+".booked"),
+		)
+		if err != nil {
+			t.Fatalf("booking by clicking: %v", err)
+		}
+		token, err := chromedp.Run(ctx, chromedp.Text("#token"))
+		if err != nil || len(token) != 64 {
+			t.Errorf("token %q (%v), want 64 hex digits", token, err)
+		}
+		_, seats := seatsOf(t, api.url, s.ID)
+		if seats["A3"].Status != "booked" {
+			t.Errorf("A3 is %q on the server, want booked", seats["A3"].Status)
+		}
+	})
+
+	t.Run("a conflict is shown plainly", func(t *testing.T) {
+		// C1 is picked on the page, then booked by someone else before
+		// the confirmation; the page is made to send it anyway, as a
+		// page whose event has not arrived yet would.
+		err := chromedp.Do(ctx,
+			chromedp.Click(seat("C1")),
+			chromedp.WaitVisible(seat("C1")+".picked"),
+			chromedp.Func(func(context.Context, *chromedp.Target) error {
+				if r := call(t, "POST", api.url+"/v1/screenings/"+s.ID+"/bookings", bookingBody("faster", "C1")); r.status != 201 {
+					t.Errorf("booking C1 from outside: %d %s", r.status, r.body)
+				}
+				return nil
+			}),
+			chromedp.WaitVisible(seat("C1")+".booked"),
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`picked.add("C1"), true`)); err != nil {
+			t.Fatal(err)
+		}
+		err = chromedp.Do(ctx, chromedp.Click("#confirm"), chromedp.WaitVisible("#conflict"))
+		if err != nil {
+			t.Fatalf("no conflict shown: %v", err)
+		}
+		msg, err := chromedp.Run(ctx, chromedp.Text("#conflict"))
+		if err != nil || !strings.Contains(msg, "seat_taken") || !strings.Contains(msg, "C1") {
+			t.Errorf("conflict message %q (%v), want it to name seat_taken and C1", msg, err)
+		}
+	})
+}

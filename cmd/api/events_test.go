@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// sse is an open event stream: lines arrive on lines until the test ends.
+type sse struct {
+	lines <-chan string
+}
+
+// openEvents connects to a screening's event stream on an instance and
+// waits for its snapshot.
+func openEvents(t *testing.T, base, screeningID string) *sse {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/screenings/"+screeningID+"/events", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK {
+		cancel()
+		res.Body.Close()
+		t.Fatalf("event stream: status %d", res.StatusCode)
+	}
+	lines := make(chan string, 64)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(lines)
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	})
+	t.Cleanup(func() { cancel(); res.Body.Close(); wg.Wait() })
+	s := &sse{lines: lines}
+	s.await(t, "event: snapshot", 5*time.Second)
+	return s
+}
+
+// await returns the first line that starts with prefix, failing the test
+// if none arrives within d or the stream ends.
+func (s *sse) await(t *testing.T, prefix string, d time.Duration) string {
+	t.Helper()
+	timeout := time.After(d)
+	for {
+		select {
+		case line, ok := <-s.lines:
+			if !ok {
+				t.Fatalf("stream ended before %q", prefix)
+			}
+			if strings.HasPrefix(line, prefix) {
+				return line
+			}
+		case <-timeout:
+			t.Fatalf("no %q within %v", prefix, d)
+		}
+	}
+}
+
+// TestEventsAcrossInstances books on instance A and sees the booking on a
+// stream of instance B, through the real Redis both share.
+func TestEventsAcrossInstances(t *testing.T) {
+	insts := startCluster(t, 2)
+	a, b := insts[0], insts[1]
+	s := createScreening(t, a.url, `{"movie":"Two rooms","rows":2,"seats_per_row":4}`)
+	stream := openEvents(t, b.url, s.ID)
+
+	r := call(t, "POST", a.url+"/v1/screenings/"+s.ID+"/bookings", bookingBody("ann", "B3"))
+	if r.status != http.StatusCreated {
+		t.Fatalf("booking on A: %d %s", r.status, r.body)
+	}
+	bk := decode[booking](t, r)
+	stream.await(t, "event: booked", time.Second)
+	if data := stream.await(t, "data: ", time.Second); !strings.Contains(data, bk.ID) || !strings.Contains(data, `"B3"`) {
+		t.Errorf("B's event %s, want booking %s of B3", data, bk.ID)
+	}
+
+	// A cancellation on B reaches a stream of A the same way.
+	back := openEvents(t, a.url, s.ID)
+	if r := call(t, "DELETE", b.url+"/v1/bookings/"+bk.ID, "", "Authorization", "Bearer "+bk.Token); r.status != http.StatusNoContent {
+		t.Fatalf("cancel on B: %d %s", r.status, r.body)
+	}
+	back.await(t, "event: cancelled", time.Second)
+}
+
+// TestShutdownEndsStreams stops an instance while a page is connected: the
+// stream ends and run returns promptly, instead of waiting for the page.
+func TestShutdownEndsStreams(t *testing.T) {
+	api := startAPI(t, nil)
+	stream := openEvents(t, api.url, "demo")
+	start := time.Now()
+	if err := api.stop(); err != nil {
+		t.Fatalf("run returned %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("stopping with a stream open took %v", d)
+	}
+	for range stream.lines { // ends only when the server ended the stream
+	}
+}
+
+// TestLockMetrics books once and finds the lock histograms of the
+// screening's strategy, and the status on the request duration.
+func TestLockMetrics(t *testing.T) {
+	api := startAPI(t, nil)
+	s := createScreening(t, api.url, `{"movie":"Measured","rows":1,"seats_per_row":2,"lock":"keyed"}`)
+	if r := call(t, "POST", api.url+"/v1/screenings/"+s.ID+"/bookings", bookingBody("ann", "A1")); r.status != http.StatusCreated {
+		t.Fatalf("booking: %d %s", r.status, r.body)
+	}
+	r := call(t, "GET", api.url+"/metrics", "")
+	for _, want := range []string{
+		`seatlock_lock_wait_seconds_bucket{layer="keyed",outcome="acquired",le="1e-06"}`,
+		`seatlock_lock_hold_seconds_count{layer="keyed"} 1`,
+		`seatlock_bookings_total{outcome="confirmed",strategy="keyed"} 1`,
+		`http_request_duration_seconds_count{route="/v1/screenings/:id/bookings",status="201"} 1`,
+	} {
+		if !strings.Contains(string(r.body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}

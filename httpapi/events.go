@@ -1,0 +1,232 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/seatlock/seatlock/reservation"
+)
+
+// Hub fans booking events out to the live streams (GET
+// /v1/screenings/{id}/events) open on this instance. Whatever feeds it
+// (cmd/api subscribes once to Redis and calls Deliver for every message)
+// needs one subscription per instance, however many pages are open.
+//
+// Deliver never waits for a stream: each stream has a bounded buffer, and
+// a stream that falls behind by a whole buffer is closed. Its page
+// reconnects and starts again from a fresh snapshot, which is cheaper and
+// more honest than a booking waiting for a slow browser.
+type Hub struct {
+	buffer int
+
+	// mu guards streams and closed. A stream is in streams exactly while
+	// its channel is open: whoever takes it out (unsubscribe, a Deliver
+	// that finds it full, or Close) closes its channel, under mu, so a
+	// channel is closed once and never sent on after.
+	mu      sync.Mutex
+	streams map[string]map[*stream]struct{} // by screening id
+	closed  bool
+}
+
+// stream is one open event stream: its handler reads events, each already
+// formatted as a Server-Sent Event.
+type stream struct {
+	screeningID string
+	events      chan string
+}
+
+// NewHub returns a hub whose streams buffer up to buffer events each (zero
+// means 256).
+func NewHub(buffer int) *Hub {
+	if buffer <= 0 {
+		buffer = 256
+	}
+	return &Hub{buffer: buffer, streams: map[string]map[*stream]struct{}{}}
+}
+
+// Deliver hands e to every stream of its screening, without waiting: a
+// stream whose buffer is full is closed instead. The event is formatted
+// once, outside the lock, for all of them.
+func (h *Hub) Deliver(e reservation.Event) {
+	frame := sseEvent(string(e.Kind), toEventJSON(e))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.streams[e.ScreeningID] {
+		select {
+		case s.events <- frame:
+		default:
+			h.removeLocked(s)
+		}
+	}
+}
+
+// Close ends every stream and refuses new ones. The server calls it before
+// http.Server.Shutdown, which does not end streaming requests by itself.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for _, set := range h.streams {
+		for s := range set {
+			h.removeLocked(s)
+		}
+	}
+}
+
+// Streams returns how many streams are open.
+func (h *Hub) Streams() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, set := range h.streams {
+		n += len(set)
+	}
+	return n
+}
+
+// subscribe opens a stream of a screening's events; ok is false once the
+// hub is closed.
+func (h *Hub) subscribe(screeningID string) (s *stream, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, false
+	}
+	s = &stream{screeningID: screeningID, events: make(chan string, h.buffer)}
+	if h.streams[screeningID] == nil {
+		h.streams[screeningID] = map[*stream]struct{}{}
+	}
+	h.streams[screeningID][s] = struct{}{}
+	return s, true
+}
+
+// unsubscribe closes s unless the hub already has.
+func (h *Hub) unsubscribe(s *stream) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.streams[s.screeningID][s]; ok {
+		h.removeLocked(s)
+	}
+}
+
+// removeLocked takes s out of the hub and closes its channel; h.mu must be
+// held and s must be in the hub.
+func (h *Hub) removeLocked(s *stream) {
+	set := h.streams[s.screeningID]
+	delete(set, s)
+	if len(set) == 0 {
+		delete(h.streams, s.screeningID)
+	}
+	close(s.events)
+}
+
+// sseWriteTimeout bounds one write to a stream: a client that does not read
+// for this long is dropped rather than holding its handler.
+const sseWriteTimeout = 10 * time.Second
+
+// handleEvents streams a screening's bookings and cancellations as
+// Server-Sent Events. The first event, "snapshot", is the whole seat map;
+// then every "booked" and "cancelled" event follows, and a comment every
+// heartbeat keeps proxies from closing an idle connection. The stream is
+// subscribed before the snapshot is read, so nothing falls between the two;
+// an event already in the snapshot is harmless when applied again.
+//
+// The stream ends when the client goes away, when it falls behind (see
+// Hub) or when the hub closes at shutdown; the browser's EventSource then
+// reconnects by itself and gets a fresh snapshot.
+func handleEvents(svc *reservation.Service, hub *Hub, heartbeat time.Duration) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if hub == nil {
+			respondCode(c, http.StatusNotFound, codeNotFound, "live events are not enabled on this server")
+			return
+		}
+		ctx := c.Request.Context()
+		sc, err := svc.Screening(ctx, c.Param("id"))
+		if err != nil {
+			respondErr(c, err)
+			return
+		}
+		s, ok := hub.subscribe(sc.ID)
+		if !ok {
+			respondCode(c, http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")
+			return
+		}
+		defer hub.unsubscribe(s)
+		_, seats, err := svc.Seats(ctx, sc.ID)
+		if err != nil {
+			respondErr(c, err)
+			return
+		}
+
+		// The server's write timeout counts from the start of the request;
+		// a stream instead gets a deadline per write (see send).
+		rc := http.NewResponseController(c.Writer)
+		h := c.Writer.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no") // tell nginx not to buffer
+		c.Status(http.StatusOK)
+
+		// send writes one chunk and flushes it; false means the client is
+		// gone or too slow.
+		send := func(chunk string) bool {
+			_ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+			if _, err := c.Writer.WriteString(chunk); err != nil {
+				return false
+			}
+			return rc.Flush() == nil
+		}
+		// "retry" makes a browser reconnect after a second, not three.
+		if !send("retry: 1000\n\n" + sseEvent("snapshot", toSnapshotJSON(sc, seats))) {
+			return
+		}
+		tick := time.NewTicker(heartbeat)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case frame, ok := <-s.events:
+				if !ok {
+					return
+				}
+				// Under load, write what else is waiting with it and flush
+				// once: one system call for a burst instead of one per
+				// event is what lets many pages keep up.
+				var burst strings.Builder
+				burst.WriteString(frame)
+				for more := len(s.events); more > 0; more-- {
+					frame, ok := <-s.events
+					if !ok {
+						break
+					}
+					burst.WriteString(frame)
+				}
+				if !send(burst.String()) {
+					return
+				}
+			case <-tick.C:
+				if !send(": heartbeat\n\n") {
+					return
+				}
+			}
+		}
+	}
+}
+
+// sseEvent formats one Server-Sent Event whose data is v in JSON, which is
+// one line: encoding/json escapes every newline inside strings.
+func sseEvent(name string, v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		// Only a programming error gets here: the shapes are plain.
+		panic(fmt.Sprintf("httpapi: event %s: %v", name, err))
+	}
+	return "event: " + name + "\ndata: " + string(data) + "\n\n"
+}

@@ -1,0 +1,191 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seatlock/seatlock/reservation"
+	"github.com/seatlock/seatlock/reservation/memory"
+)
+
+func TestHub(t *testing.T) {
+	booked := func(screening string) reservation.Event {
+		return reservation.Event{Kind: reservation.EventBooked, ScreeningID: screening, Seats: []string{"A1"}}
+	}
+
+	t.Run("delivers to the streams of the event's screening only", func(t *testing.T) {
+		h := NewHub(4)
+		a, _ := h.subscribe("s1")
+		b, _ := h.subscribe("s2")
+		h.Deliver(booked("s1"))
+		if len(a.events) != 1 || len(b.events) != 0 {
+			t.Errorf("s1 stream has %d events, s2 stream %d; want 1 and 0", len(a.events), len(b.events))
+		}
+	})
+
+	t.Run("closes a stream that falls behind instead of waiting", func(t *testing.T) {
+		h := NewHub(2)
+		slow, _ := h.subscribe("s1")
+		fast, _ := h.subscribe("s1")
+		for range 3 {
+			h.Deliver(booked("s1")) // nobody reads slow: the third overflows it
+			<-fast.events
+		}
+		n := 0
+		for range slow.events { // ends only if the channel was closed
+			n++
+		}
+		if n != 2 || h.Streams() != 1 {
+			t.Errorf("slow stream got %d events before closing, %d streams left; want 2 and 1", n, h.Streams())
+		}
+		h.unsubscribe(slow) // a second close would panic
+	})
+
+	t.Run("close ends every stream and refuses new ones", func(t *testing.T) {
+		h := NewHub(2)
+		s, _ := h.subscribe("s1")
+		h.Close()
+		if _, open := <-s.events; open {
+			t.Error("stream still open after Close")
+		}
+		if _, ok := h.subscribe("s1"); ok {
+			t.Error("subscribe after Close succeeded")
+		}
+		h.unsubscribe(s)
+	})
+}
+
+// readEvent is one event read from a stream.
+type readEvent struct{ name, data string }
+
+// openStream connects to an event stream and returns its events as they
+// arrive; the reading goroutine ends when the test does.
+func openStream(t *testing.T, url string) <-chan readEvent {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		cancel()
+		res.Body.Close()
+		t.Fatalf("stream answered %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	out := make(chan readEvent, 100)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(out)
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(nil, 1<<20)
+		var e readEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				e.name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				e.data = strings.TrimPrefix(line, "data: ")
+			case strings.HasPrefix(line, ": "):
+				out <- readEvent{name: "comment"}
+			case line == "" && e.name != "":
+				out <- e
+				e = readEvent{}
+			}
+		}
+	})
+	t.Cleanup(func() { cancel(); res.Body.Close(); wg.Wait() })
+	return out
+}
+
+// next returns the next event that is not a comment, within 5s.
+func next(t *testing.T, events <-chan readEvent, skipComments bool) readEvent {
+	t.Helper()
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				t.Fatal("stream ended")
+			}
+			if e.name == "comment" && skipComments {
+				continue
+			}
+			return e
+		case <-timeout:
+			t.Fatal("no event within 5s")
+		}
+	}
+}
+
+func TestEventStream(t *testing.T) {
+	hub := NewHub(0)
+	svc := reservation.NewService(memory.New(), reservation.Options{Demo: true, DefaultLock: reservation.LockNone, Events: hubPublisher{hub}})
+	sc, err := svc.CreateScreening(context.Background(), reservation.NewScreening{ID: "s1", Movie: "M", Rows: 2, SeatsPerRow: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(NewServer(svc, Options{Events: hub, Heartbeat: 200 * time.Millisecond}))
+	// Timeouts far shorter than the test: the stream must outlive them.
+	srv.Config.ReadTimeout = 300 * time.Millisecond
+	srv.Config.WriteTimeout = 300 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	t.Cleanup(hub.Close) // before srv.Close, which waits for the streams
+
+	if res, err := http.Get(srv.URL + "/v1/screenings/nope/events"); err != nil || res.StatusCode != 404 {
+		t.Fatalf("unknown screening: %v %v", res.StatusCode, err)
+	}
+
+	events := openStream(t, srv.URL+"/v1/screenings/s1/events")
+	snap := next(t, events, true)
+	var s snapshotJSON
+	if err := json.Unmarshal([]byte(snap.data), &s); snap.name != "snapshot" || err != nil || s.Screening.ID != "s1" || len(s.Seats) != 6 {
+		t.Fatalf("first event %s %s (%v), want a snapshot of 6 seats", snap.name, snap.data, err)
+	}
+	if e := next(t, events, false); e.name != "comment" {
+		t.Errorf("got %s, want a heartbeat comment", e.name)
+	}
+	time.Sleep(400 * time.Millisecond) // past the server's timeouts
+
+	conf, err := svc.Book(context.Background(), reservation.BookRequest{ScreeningID: sc.ID, Seats: []string{"B2"}, Customer: "ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := next(t, events, true)
+	var ev eventJSON
+	if err := json.Unmarshal([]byte(e.data), &ev); e.name != "booked" || err != nil || ev.BookingID != conf.Booking.ID || ev.Seats[0] != "B2" {
+		t.Fatalf("event %s %s (%v), want booked B2", e.name, e.data, err)
+	}
+	if err := svc.Cancel(context.Background(), conf.Booking.ID, conf.Token); err != nil {
+		t.Fatal(err)
+	}
+	if e := next(t, events, true); e.name != "cancelled" || !strings.Contains(e.data, conf.Booking.ID) {
+		t.Fatalf("event %s %s, want cancelled", e.name, e.data)
+	}
+
+	hub.Close()
+	timeout := time.After(5 * time.Second)
+	for open := true; open; {
+		select {
+		case _, open = <-events: // what is left, up to the end
+		case <-timeout:
+			t.Fatal("stream did not end within 5s of the hub closing")
+		}
+	}
+}
+
+// hubPublisher delivers a service's events straight to a hub, as one
+// instance without Redis would.
+type hubPublisher struct{ h *Hub }
+
+func (p hubPublisher) Publish(_ context.Context, e reservation.Event) { p.h.Deliver(e) }
