@@ -40,6 +40,8 @@ func runCompare(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 	switch {
 	case cfg.screening != "":
 		return usagef("compare creates a screening per strategy: -screening cannot be used")
+	case cfg.scenario == scenarioHealthz:
+		return usagef("compare books seats: -scenario healthz is for a single run")
 	case cfg.lock != "" || cfg.guard != "":
 		return usagef("compare runs every strategy: -lock and -guard cannot be used")
 	}
@@ -82,6 +84,11 @@ func runCompare(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 	}
 	if err != nil {
 		return err
+	}
+	if cfg.htmlFile != "" {
+		if err := writeHTMLFile(cfg.htmlFile, "loadgen compare: "+cfg.scenario, results); err != nil {
+			return err
+		}
 	}
 	if len(unsafe) > 0 {
 		return fmt.Errorf("%w: safe strategies double-booked or lost bookings: %s", errUnsafe, strings.Join(unsafe, ", "))

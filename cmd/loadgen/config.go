@@ -50,6 +50,7 @@ type config struct {
 
 	adminToken   string
 	jsonOutput   bool
+	htmlFile     string        // -html: also write a self-contained HTML report here
 	timeout      time.Duration // per HTTP request
 	checkTimeout time.Duration // budget of the linearizability check
 	seed         uint64        // 0 = random
@@ -120,6 +121,7 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 	fs.Var(&paymentDelay, "payment-delay", "payment delay of the created screening (default: the server's)")
 	fs.StringVar(&cfg.adminToken, "admin-token", getenv("ADMIN_TOKEN"), "bearer token for POST /v1/screenings (default $ADMIN_TOKEN)")
 	fs.BoolVar(&cfg.jsonOutput, "json", false, "print the report as JSON on stdout")
+	fs.StringVar(&cfg.htmlFile, "html", "", "also write a self-contained HTML report (latency plot; charts per strategy for compare) to this file")
 	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Second, "timeout of one HTTP request")
 	fs.DurationVar(&cfg.checkTimeout, "check-timeout", 10*time.Second, "time budget of the linearizability check")
 	fs.Uint64Var(&cfg.seed, "seed", 0, "seed of the seat choices (0 = random)")

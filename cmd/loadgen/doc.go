@@ -23,7 +23,9 @@
 //
 // Scenarios pick the seats: hot (everyone races for -seats seats), spread
 // (every request a different seat, on as many screenings as needed), mixed
-// (Zipf-skewed popularity) and multi (groups of 2 to 4 adjacent seats).
+// (Zipf-skewed popularity) and multi (groups of 2 to 4 adjacent seats);
+// healthz only sends GET /healthz and verifies nothing, to measure loadgen
+// itself against another load tool.
 // Without -rate the load is a closed loop of -clients clients; with it, an
 // open loop whose latency counts from each request's scheduled time.
 //

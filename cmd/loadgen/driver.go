@@ -53,7 +53,7 @@ func (r *record) latency() time.Duration { return r.done - r.intended }
 type driver struct {
 	client  *client
 	targets []string // requests go round-robin over these
-	picker  picker // nil for healthz: every request is GET /healthz
+	picker  picker   // nil for healthz: every request is GET /healthz
 	clients int
 	rate    float64 // requests per second; 0 = closed loop
 
@@ -100,14 +100,20 @@ func (d *driver) run(ctx context.Context) (records []record, start time.Time, wa
 				if !ok {
 					return
 				}
-				t, err := d.picker.pick(ctx, i, rng)
-				if err != nil {
-					failOnce.Do(func() { failErr = err; cancel() })
-					return
+				var r record
+				if d.picker == nil {
+					r.sent = time.Since(start)
+					r.answer = d.client.probe(ctx, d.targets[i%len(d.targets)])
+				} else {
+					t, err := d.picker.pick(ctx, i, rng)
+					if err != nil {
+						failOnce.Do(func() { failErr = err; cancel() })
+						return
+					}
+					r = record{screening: t.screening.ID, seats: t.seats, customer: fmt.Sprintf("lg-%s-%d", d.runID, i)}
+					r.sent = time.Since(start)
+					r.answer = d.client.book(ctx, d.targets[i%len(d.targets)], t.screening.ID, t.seats, r.customer)
 				}
-				r := record{screening: t.screening.ID, seats: t.seats, customer: fmt.Sprintf("lg-%s-%d", d.runID, i)}
-				r.sent = time.Since(start)
-				r.answer = d.client.book(ctx, d.targets[i%len(d.targets)], t.screening.ID, t.seats, r.customer)
 				r.done = time.Since(start)
 				r.intended = r.sent
 				if d.rate > 0 {

@@ -70,6 +70,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	if cfg.htmlFile != "" {
+		title := fmt.Sprintf("loadgen: %s, lock %s, guard %s", rep.Scenario, rep.Strategy, rep.Guard)
+		if err := writeHTMLFile(cfg.htmlFile, title, []*report{rep}); err != nil {
+			return err
+		}
+	}
 	if rep.failed() {
 		return fmt.Errorf("%w: %d double-booked seats, %d lost bookings, %d seats booked against a refusal",
 			errUnsafe, rep.DoubleBookedSeats, rep.LostBookings, rep.PhantomSeatsContradicted)

@@ -51,6 +51,7 @@ type report struct {
 	ParallelismBasis string  `json:"parallelism_basis"`
 
 	LatencyMS latencies      `json:"latency_ms"`
+	Curve     []percentile   `json:"-"` // for the -html plot
 	ByStatus  map[string]int `json:"by_status"`
 	ByCode    map[string]int `json:"by_code"`
 
@@ -119,6 +120,7 @@ func (r *report) summarize(records []record, wall time.Duration) {
 		Max:  ms(hist.Max()),
 		Mean: hist.Mean() / 1000,
 	}
+	r.Curve = latencyCurve(hist)
 
 	if wall <= 0 {
 		return

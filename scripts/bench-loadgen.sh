@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# bench-loadgen.sh measures the load generator and the booking API on this
+# machine, as ratios taken in one run (docs/benchmarks-loadgen.md):
+#
+#   1. generation: loadgen -scenario healthz vs wrk, same endpoint, same
+#      number of connections;
+#   2. booking throughput: loadgen -scenario spread (default strategy) on one
+#      and on three API instances over Postgres, vs pgbench -N at the same
+#      concurrency;
+#   3. parallelism: spread with a payment delay under keyed, redis,
+#      keyed+redis and global, on one instance over Postgres and over the
+#      in-memory store.
+#
+# Needs wrk, pgbench, createdb/dropdb, curl and jq, a Postgres and a Redis.
+# It creates two fresh databases and drops them at the end, and stops every
+# process it started (and only those).
+#
+# Environment (all optional):
+#   PGURL_BASE  default postgres://postgres@127.0.0.1:5432  (trust auth)
+#   REDIS_URL   default redis://127.0.0.1:6379/0
+#   REPS        default 2    repetitions of every measurement (medians reported)
+#   DUR         default 8    seconds of each timed run (wrk, loadgen healthz, pgbench)
+#   CLIENTS     default 64   connections / clients / pgbench clients
+#   DELAY       default 50ms payment delay of part 3
+#   BOOKINGS    default 5000 bookings per throughput run (part 2)
+#   PAR_REQS    default 3000 bookings per parallelism run (part 3; global does 200)
+#   BASE_PORT   default 18081
+#   BASE_API    a second cmd/api binary to measure as "before" in parts 2-3
+#   PARTS       default "1 2 3"  which parts to run
+#   OUT         default ${TMPDIR:-/tmp}/bench-loadgen (binaries, logs, JSON)
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+pg="${PGURL_BASE:-postgres://postgres@127.0.0.1:5432}"
+redis_url="${REDIS_URL:-redis://127.0.0.1:6379/0}"
+reps="${REPS:-2}"
+dur="${DUR:-8}"
+clients="${CLIENTS:-64}"
+delay="${DELAY:-50ms}"
+bookings="${BOOKINGS:-5000}"
+par_reqs="${PAR_REQS:-3000}"
+port0="${BASE_PORT:-18081}"
+out="${OUT:-${TMPDIR:-/tmp}/bench-loadgen}"
+parts=" ${PARTS:-1 2 3} "
+mkdir -p "$out"
+results="$out/results.tsv"
+: >"$results"
+
+suffix="$$"
+db="seatlock_bench_$suffix"
+pgbench_db="pgbench_bench_$suffix"
+pids=()
+
+cleanup() {
+	local pid
+	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+	pids=()
+	dropdb -h 127.0.0.1 -U postgres --if-exists "$db" 2>/dev/null || true
+	dropdb -h 127.0.0.1 -U postgres --if-exists "$pgbench_db" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+echo "building into $out" >&2
+(cd "$root" && go build -o "$out/api" ./cmd/api && go build -o "$out/loadgen" ./cmd/loadgen)
+lg="$out/loadgen"
+
+# start_apis BINARY N [ENV...]: start N instances on consecutive ports and
+# wait for /healthz; sets $targets.
+start_apis() {
+	local bin="$1" n="$2" i port
+	shift 2
+	targets=""
+	for ((i = 0; i < n; i++)); do
+		port=$((port0 + i))
+		env "$@" ADDR="127.0.0.1:$port" REDIS_URL="$redis_url" DEMO_MODE=false \
+			"$bin" >"$out/api-$port.log" 2>&1 &
+		pids+=($!)
+		targets+="${targets:+,}http://127.0.0.1:$port"
+	done
+	for ((i = 0; i < n; i++)); do
+		port=$((port0 + i))
+		for _ in $(seq 300); do
+			curl -fsS -o /dev/null "http://127.0.0.1:$port/healthz" 2>/dev/null && break
+			sleep 0.1
+		done
+	done
+}
+
+stop_apis() {
+	local pid
+	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+	pids=()
+}
+
+# record PART NAME VALUE: one measurement, with the load average.
+record() {
+	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$(cut -d' ' -f1 /proc/loadavg)" | tee -a "$results" >&2
+}
+
+# loadgen_run PART NAME FIELD ARGS...: run loadgen with -json, keep the JSON,
+# record FIELD (a jq path) of the report. A verification failure aborts.
+loadgen_run() {
+	local part="$1" name="$2" field="$3" file
+	shift 3
+	file="$out/$part-${name//[^a-zA-Z0-9_.-]/_}-$(date +%s%N).json"
+	"$lg" -json "$@" >"$file"
+	record "$part" "$name" "$(jq -r "$field" "$file")"
+}
+
+uptime >&2
+if [[ $parts == *" 1 "* ]]; then
+	echo "== 1. generation: GET /healthz, $clients connections, ${dur}s" >&2
+	start_apis "$out/api" 1
+	# cpu_per_req PART NAME TIMEFILE REQUESTS: record the generator's own CPU
+	# time (user + system, from /usr/bin/time) per request, in microseconds: a
+	# figure that the other processes on the machine disturb less than a rate.
+	cpu_per_req() {
+		record "$1" "$2" "$(awk -v n="$4" '{printf "%.1f", ($1 + $2) * 1e6 / n}' "$3")"
+	}
+	for ((r = 1; r <= reps; r++)); do
+		/usr/bin/time -f '%U %S' -o "$out/wrk.time" \
+			wrk -t2 -c"$clients" -d"${dur}s" "http://127.0.0.1:$port0/healthz" >"$out/wrk.txt"
+		record gen wrk "$(awk '/Requests\/sec/ {print $2}' "$out/wrk.txt")"
+		cpu_per_req gen wrk-cpu-us-per-req "$out/wrk.time" "$(awk '/requests in/ {print $1}' "$out/wrk.txt")"
+		/usr/bin/time -f '%U %S' -o "$out/loadgen.time" \
+			"$lg" -json -targets "$targets" -scenario healthz -clients "$clients" -duration "${dur}s" >"$out/loadgen-healthz.json"
+		record gen loadgen "$(jq -r .throughput_rps "$out/loadgen-healthz.json")"
+		cpu_per_req gen loadgen-cpu-us-per-req "$out/loadgen.time" "$(jq -r .requests "$out/loadgen-healthz.json")"
+	done
+	stop_apis
+fi
+
+createdb -h 127.0.0.1 -U postgres "$db"
+dburl="$pg/$db?sslmode=disable"
+apis=("$out/api")
+[[ -n "${BASE_API:-}" ]] && apis+=("$BASE_API")
+
+if [[ $parts == *" 2 "* ]]; then
+	echo "== 2. booking throughput: spread, default strategy, $clients clients" >&2
+	createdb -h 127.0.0.1 -U postgres "$pgbench_db"
+	pgbench -h 127.0.0.1 -U postgres -i -s 10 -q "$pgbench_db" >"$out/pgbench-init.log" 2>&1
+	for ((r = 1; r <= reps; r++)); do
+		tps=$(pgbench -h 127.0.0.1 -U postgres -N -n -c "$clients" -j 2 -T "$dur" "$pgbench_db" 2>&1 | awk '/^tps/ {print $3}')
+		record tput pgbench-N "$tps"
+		for bin in "${apis[@]}"; do
+			tag=$(basename "$bin")
+			for n in 1 3; do
+				start_apis "$bin" "$n" DATABASE_URL="$dburl"
+				loadgen_run tput "$tag-x$n" .confirmed_rps -targets "$targets" -scenario spread -clients "$clients" -requests "$bookings"
+				stop_apis
+			done
+		done
+	done
+fi
+
+if [[ $parts == *" 3 "* ]]; then
+	echo "== 3. parallelism: spread, $clients clients, payment delay $delay" >&2
+	for ((r = 1; r <= reps; r++)); do
+		for bin in "${apis[@]}"; do
+			tag=$(basename "$bin")
+			for store in postgres memory; do
+				if [[ $store == postgres ]]; then
+					start_apis "$bin" 1 DATABASE_URL="$dburl"
+				else
+					start_apis "$bin" 1
+				fi
+				for lock in keyed redis keyed+redis global; do
+					n="$par_reqs"
+					[[ $lock == global ]] && n=200
+					loadgen_run par "$tag-$store-$lock" .parallelism -targets "$targets" -scenario spread \
+						-clients "$clients" -requests "$n" -payment-delay "$delay" -lock "$lock"
+				done
+				stop_apis
+			done
+		done
+	done
+fi
+uptime >&2
+
+echo "== medians (part, name, median, n, values, load averages seen)" >&2
+jq -Rrs '
+	split("\n") | map(select(length > 0) | split("\t")) | group_by(.[0] + " " + .[1]) | .[]
+	| (map(.[2] | tonumber) | sort) as $v | ($v | length) as $n
+	| (if $n % 2 == 1 then $v[($n - 1) / 2] else ($v[$n / 2 - 1] + $v[$n / 2]) / 2 end) as $med
+	| [.[0][0], .[0][1], ($med * 100 | round / 100 | tostring), "n=\($n)",
+	   ($v | map(. * 10 | round / 10 | tostring) | join(",")), "load " + (map(.[3]) | join(","))]
+	| join("\t")' "$results"
