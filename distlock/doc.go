@@ -35,12 +35,25 @@
 // A lease and a watchdog. A lock held by a process that crashed must free
 // itself, so every key expires after the TTL. A holder that is still alive
 // must not lose the lock just because its work takes longer than the TTL,
-// so a watchdog goroutine extends the lease every RenewEvery (TTL/3 by
-// default). When a renewal finds the key gone or taken, or renewals keep
-// failing until the lease's deadline, the lock is lost: Lost is closed and
-// Err returns an error wrapping ErrLost. A single failed renewal is not a
-// loss while the lease is still valid. The holder must check Err before it
+// so a watchdog extends the lease every RenewEvery (TTL/3 by default).
+// When a renewal finds the key gone or taken, or renewals keep failing
+// until the lease's deadline, the lock is lost: Lost is closed and Err
+// returns an error wrapping ErrLost. A single failed renewal is not a loss
+// while the lease is still valid. The holder must check Err before it
 // writes, and stop when Lost is closed.
+//
+// One watchdog serves every lock of a Redis locker: one goroutine, one
+// timer, and a heap of the held locks ordered by when each is next due.
+// Two timers per lock would do the same job, but a service that takes
+// thousands of locks a second would pay for creating and stopping them on
+// every lock, while almost none ever fires: most locks are released long
+// before their first renewal. Each renewal runs in a goroutine of its own,
+// so that one hanging on a dead connection neither delays the renewals of
+// the other locks nor the loss of its own lock, which the watchdog declares
+// at the lease's deadline all the same. Release takes the lock out of the
+// heap and waits for its renewal in flight, if any; Close stops the
+// watchdog, waits for it and its renewals, and declares the locks still
+// held lost, since nobody renews them any more.
 //
 // Fencing tokens. Even so a holder can be wrong about holding the lock: a
 // process pause can last longer than the lease, and the holder wakes up,

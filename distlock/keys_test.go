@@ -17,14 +17,9 @@ func TestRedisNamesKeepHashTag(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
-			if got := r.lockKey(tt.key); got != tt.lock {
-				t.Errorf("lockKey = %q, want %q", got, tt.lock)
-			}
-			if got := r.fenceKey(tt.key); got != tt.fence {
-				t.Errorf("fenceKey = %q, want %q", got, tt.fence)
-			}
-			if got := r.channel(tt.key); got != tt.channel {
-				t.Errorf("channel = %q, want %q", got, tt.channel)
+			lock, fence, channel := r.names(tt.key)
+			if lock != tt.lock || fence != tt.fence || channel != tt.channel {
+				t.Errorf("names = %q, %q, %q; want %q, %q, %q", lock, fence, channel, tt.lock, tt.fence, tt.channel)
 			}
 		})
 	}

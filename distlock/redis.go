@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	mathrand "math/rand/v2"
-	"slices"
 	"strings"
 	"time"
 
@@ -49,10 +48,10 @@ type RedisOptions struct {
 	// blocks its keys for at most this long. Default 10s.
 	TTL time.Duration
 
-	// RenewEvery is how often a lock's watchdog extends the lease while the
-	// lock is held. Default TTL/3; a negative value disables the watchdog
-	// (the lease then runs out TTL after Obtain unless Refresh is called).
-	// It must be below TTL.
+	// RenewEvery is how often the watchdog extends a lock's lease while the
+	// lock is held. Default TTL/3; a negative value disables renewals (the
+	// lease then runs out TTL after Obtain unless Refresh is called, and
+	// the watchdog only declares the loss). It must be below TTL.
 	RenewEvery time.Duration
 
 	// Prefix starts every Redis key and channel this locker uses. Default
@@ -68,9 +67,9 @@ type RedisOptions struct {
 }
 
 // Redis is a Locker on one Redis server or Cluster. Each key is a Redis key
-// holding the holder's random owner token with a lease (PX); a watchdog
-// goroutine per held lock extends the lease; a fence counter per key, that
-// never expires, issues the fencing tokens.
+// holding the holder's random owner token with a lease (PX); one watchdog
+// goroutine per Redis extends the leases of all the locks it holds; a fence
+// counter per key, that never expires, issues the fencing tokens.
 //
 // Keys locked together must live in one Cluster slot: give them a common
 // hash tag, such as "{screening-42}:C7" and "{screening-42}:C8". A key
@@ -79,9 +78,11 @@ type RedisOptions struct {
 //
 // A Redis is safe for concurrent use. Call Close when done with it.
 type Redis struct {
-	client RedisClient
-	opts   RedisOptions // with defaults applied
-	sub    *subscriber
+	client      RedisClient
+	opts        RedisOptions // with defaults applied
+	leaseMillis any          // opts.TTL in milliseconds, boxed once for the scripts' ARGV
+	sub         *subscriber
+	watchdog    *watchdog
 }
 
 // NewRedis returns a Redis locker that talks to Redis through client. It
@@ -113,14 +114,21 @@ func NewRedis(client RedisClient, opts RedisOptions) *Redis {
 		opts.MaxBackoff = 500 * time.Millisecond
 	}
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
-	return &Redis{client: client, opts: opts, sub: newSubscriber(client)}
+	r := &Redis{client: client, opts: opts, leaseMillis: opts.TTL.Milliseconds(), sub: newSubscriber(client)}
+	r.watchdog = newWatchdog(r)
+	return r
 }
 
-// Close stops the pub/sub connection that wakes waiting Obtains, and waits
-// for its goroutine to end. It does not close the client, and it does not
-// release held locks: release them first. An Obtain that waits after Close
-// is only woken by its backoff polling. Close always returns nil.
+// Close stops the watchdog and the pub/sub connection that wakes waiting
+// Obtains, and waits for their goroutines to end, renewals in flight
+// included. It does not close the client, and it does not release held
+// locks: release them first. A lock still held is declared lost (its Lost
+// channel is closed), because nobody renews it any more; Release still
+// deletes its keys. A lock obtained after Close is lost from the start, and
+// an Obtain that waits after Close is only woken by its backoff polling.
+// Close always returns nil.
 func (r *Redis) Close() error {
+	r.watchdog.close()
 	r.sub.close()
 	return nil
 }
@@ -137,18 +145,18 @@ func (r *Redis) Close() error {
 // An error from Redis (for example a refused connection) is returned
 // wrapped as it is, and is not ErrNotAcquired.
 func (r *Redis) Obtain(ctx context.Context, keys ...string) (Lock, error) {
-	ks, err := r.keySet(keys)
+	l, err := r.newLock(keys)
 	if err != nil {
 		return nil, err
 	}
-	l, held, err := r.acquire(ctx, ks)
-	if l != nil || err != nil {
-		return lockOrNil(l), err
+	held, err := r.acquire(ctx, l)
+	if held.index < 0 || err != nil {
+		return lockOrNil(l, err)
 	}
 
 	// Held. Subscribe before trying again: a release published between our
 	// failed attempt and the subscription would otherwise be missed.
-	w := r.sub.watch(ks.channels)
+	w := r.sub.watch(l.channels)
 	defer w.stop()
 	ready := w.ready
 	for attempt := 0; ; attempt++ {
@@ -163,9 +171,9 @@ func (r *Redis) Obtain(ctx context.Context, keys ...string) (Lock, error) {
 			return nil, errors.Join(ErrNotAcquired, ctx.Err())
 		}
 		timer.Stop()
-		l, held, err = r.acquire(ctx, ks)
-		if l != nil || err != nil {
-			return lockOrNil(l), err
+		held, err = r.acquire(ctx, l)
+		if held.index < 0 || err != nil {
+			return lockOrNil(l, err)
 		}
 	}
 }
@@ -174,55 +182,60 @@ func (r *Redis) Obtain(ctx context.Context, keys ...string) (Lock, error) {
 // error wrapping ErrNotAcquired at once when a key is held, or an error from
 // Redis, wrapped, when Redis could not be asked.
 func (r *Redis) TryObtain(ctx context.Context, keys ...string) (Lock, error) {
-	ks, err := r.keySet(keys)
+	l, err := r.newLock(keys)
 	if err != nil {
 		return nil, err
 	}
-	l, held, err := r.acquire(ctx, ks)
+	held, err := r.acquire(ctx, l)
 	if err != nil {
 		return nil, err
 	}
-	if l == nil {
-		return nil, fmt.Errorf("%w: %q is held", ErrNotAcquired, ks.keys[held.index])
+	if held.index >= 0 {
+		return nil, fmt.Errorf("%w: %q is held", ErrNotAcquired, l.keys[held.index])
 	}
 	return l, nil
 }
 
-// lockOrNil keeps a nil *redisLock from becoming a non-nil Lock.
-func lockOrNil(l *redisLock) Lock {
-	if l == nil {
-		return nil
+// lockOrNil returns l as a Lock, or a nil Lock (not a nil *redisLock in a
+// non-nil interface) with err.
+func lockOrNil(l *redisLock, err error) (Lock, error) {
+	if err != nil {
+		return nil, err
 	}
-	return l
+	return l, nil
 }
 
 // heldKey describes the key that made an acquire attempt fail.
 type heldKey struct {
-	index int           // into keySet.keys
+	index int           // into redisLock.keys; -1 when no key was held
 	pttl  time.Duration // what is left of its lease; negative if unknown
 }
 
-// acquire makes one attempt, in one round trip. It returns the lock, or
-// which key is held, or an error from Redis.
-func (r *Redis) acquire(ctx context.Context, ks *keySet) (*redisLock, heldKey, error) {
-	token := newOwnerToken()
+// acquire makes one attempt to take l's keys, in one round trip, and
+// hands l to the watchdog when it succeeds. It returns which key is held
+// (index -1 when l is now held), or an error from Redis. Every attempt
+// sends the same owner token: a failed attempt wrote nothing.
+func (r *Redis) acquire(ctx context.Context, l *redisLock) (heldKey, error) {
 	sent := time.Now()
-	reply, err := acquireScript.Run(ctx, r.client, ks.acquireKeys, token, r.opts.TTL.Milliseconds()).Int64Slice()
+	reply, err := acquireScript.Run(ctx, r.client, l.acquireKeys, l.argv[:2]...).Int64Slice()
 	if err != nil {
 		if ctx.Err() != nil {
 			// The reply may have been lost after the script ran; if so the
 			// keys stay taken until the lease runs out.
-			return nil, heldKey{}, errors.Join(ErrNotAcquired, ctx.Err())
+			return heldKey{}, errors.Join(ErrNotAcquired, ctx.Err())
 		}
-		return nil, heldKey{}, fmt.Errorf("distlock: acquire %q: %w", ks.keys, err)
+		return heldKey{}, fmt.Errorf("distlock: acquire %q: %w", l.keys, err)
 	}
 	if len(reply) == 3 && reply[0] == 0 {
-		return nil, heldKey{index: int(reply[1]) - 1, pttl: time.Duration(reply[2]) * time.Millisecond}, nil
+		return heldKey{index: int(reply[1]) - 1, pttl: time.Duration(reply[2]) * time.Millisecond}, nil
 	}
-	if len(reply) != 1+len(ks.keys) || reply[0] != 1 {
-		return nil, heldKey{}, fmt.Errorf("distlock: acquire %q: unexpected reply %v", ks.keys, reply)
+	if len(reply) != 1+len(l.keys) || reply[0] != 1 {
+		return heldKey{}, fmt.Errorf("distlock: acquire %q: unexpected reply %v", l.keys, reply)
 	}
-	return newRedisLock(ctx, r, ks, token, reply[1:], sent), heldKey{}, nil
+	l.fences = reply[1:]
+	l.deadline = r.leaseEnd(sent)
+	r.watchdog.register(l)
+	return heldKey{index: -1}, nil
 }
 
 // backoff returns how long a waiter sleeps before polling again when no
@@ -247,49 +260,22 @@ func (r *Redis) backoff(attempt int, pttl time.Duration) time.Duration {
 func newOwnerToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails: crypto/rand crashes the program instead
-	return hex.EncodeToString(b[:])
+	var text [32]byte
+	hex.Encode(text[:], b[:])
+	return string(text[:])
 }
 
-// keySet is the caller's keys and the Redis names derived from them.
-type keySet struct {
-	keys        []string // the caller's keys, without duplicates, in order
-	lockKeys    []string // lockKeys[i] holds the owner token of keys[i]
-	acquireKeys []string // pairs of (lock key, fence counter) for acquire.lua
-	releaseArgs []any    // the release channels, for release.lua's ARGV
-	channels    []string // channels[i] announces the release of keys[i]
+// names returns the Redis names of a key: its lock key, fence counter and
+// release channel. They keep the key's text whole after the prefix, so its
+// hash tag, if any, still picks the Cluster slot. The three are cut from
+// one string, which costs one allocation instead of three.
+func (r *Redis) names(key string) (lock, fence, channel string) {
+	p, tagged := r.opts.Prefix, hashTagged(key)
+	all := p + "lock:" + tagged + p + "fence:" + tagged + p + "released:" + tagged
+	i := len(p) + len("lock:") + len(tagged)
+	j := i + len(p) + len("fence:") + len(tagged)
+	return all[:i], all[i:j], all[j:]
 }
-
-func (r *Redis) keySet(keys []string) (*keySet, error) {
-	if len(keys) == 0 {
-		return nil, errors.New("distlock: Obtain needs at least one key")
-	}
-	ks := &keySet{
-		keys:        make([]string, 0, len(keys)),
-		lockKeys:    make([]string, 0, len(keys)),
-		acquireKeys: make([]string, 0, 2*len(keys)),
-		releaseArgs: make([]any, 0, len(keys)),
-		channels:    make([]string, 0, len(keys)),
-	}
-	for _, k := range keys {
-		if slices.Contains(ks.keys, k) { // a lock has a handful of keys: no map needed
-			continue
-		}
-		lockKey, channel := r.lockKey(k), r.channel(k)
-		ks.keys = append(ks.keys, k)
-		ks.lockKeys = append(ks.lockKeys, lockKey)
-		ks.acquireKeys = append(ks.acquireKeys, lockKey, r.fenceKey(k))
-		ks.channels = append(ks.channels, channel)
-		ks.releaseArgs = append(ks.releaseArgs, channel)
-	}
-	return ks, nil
-}
-
-// The Redis names of a key keep its text whole after the prefix, so its
-// hash tag, if any, still picks the Cluster slot.
-
-func (r *Redis) lockKey(key string) string  { return r.opts.Prefix + "lock:" + hashTagged(key) }
-func (r *Redis) fenceKey(key string) string { return r.opts.Prefix + "fence:" + hashTagged(key) }
-func (r *Redis) channel(key string) string  { return r.opts.Prefix + "released:" + hashTagged(key) }
 
 // hashTagged returns key unchanged if it has a Redis Cluster hash tag (a
 // non-empty "{...}"), or else key wrapped in braces, so that every name

@@ -21,7 +21,7 @@ import (
 // The benchmarks compare distlock.Redis with two well-known Go Redis locks,
 // bsm/redislock and go-redsync/redsync (on one server), in the same run.
 //
-//	TEST_REDIS_URL=redis://127.0.0.1:6379/0 go test -run '^$' -bench . -benchtime 2s -count 3 ./distlock
+//	TEST_REDIS_URL=redis://127.0.0.1:6379/0 go test -run '^$' -bench . -benchtime 2s -count 5 -benchmem ./distlock
 
 const benchTTL = 10 * time.Second
 

@@ -9,67 +9,85 @@ import (
 	"time"
 )
 
-// redisLock is a lock held on Redis keys.
+// redisLock is a lock on Redis keys: held once acquire succeeded, and
+// watched by its locker's watchdog from then until Release or loss.
 //
-// Its watchdog is two timers: renewTimer extends the lease every
-// RenewEvery, and expiryTimer declares the lock lost when the lease's
-// deadline passes without a successful renewal. Their callbacks run in
-// goroutines the runtime starts when a timer fires; while no timer fires, a
-// held lock costs no goroutine. Release stops both timers and waits for
-// every callback that is running or has fired and not yet run.
+// Everything one acquisition sends to Redis is built once, in newLock, and
+// reused by every attempt, renewal and the release: the names of the keys
+// and the scripts' arguments.
 type redisLock struct {
-	r      *Redis
-	ks     *keySet
-	token  string          // owner token: the value of every lock key
-	fences []int64         // fences[i] is the fencing token of ks.keys[i]; never changes
-	ctx    context.Context // for renewals: Obtain's values, not its cancellation
-	lost   chan struct{}   // closed once, by loseLocked
+	r *Redis
 
-	// mu protects the fields below. err changes only under mu, in
-	// loseLocked or Release, which is what makes "lost is closed exactly
-	// when err wraps ErrLost" hold. A timer is armed (created or Reset)
-	// only under mu and only while !released, and its armed flag is
-	// cleared by its callback under mu: so when Release holds mu, a timer
-	// whose flag is set and whose Stop fails has fired, and its callback
-	// has yet to take mu; Release counts it in callbacks.
-	mu          sync.Mutex
-	deadline    time.Time   // until when the lease is surely valid on the server
-	err         error       // nil while held; wraps ErrLost once lost; ErrNotHeld once released
-	released    bool        // Release was called: no callback may start work
-	renewTimer  *time.Timer // nil when the watchdog is disabled
-	renewArmed  bool
-	expiryTimer *time.Timer
-	expiryArmed bool
-	lastErr     error // the last failed renewal's error, for the loss report
+	// names holds, one after the other, n caller's keys without duplicates,
+	// their n lock keys, their n fence counters and their n release
+	// channels: names[n+i] is the lock key of names[i]. keys, lockKeys,
+	// acquireKeys and channels are views of it.
+	names       []string
+	keys        []string // the caller's keys, in order
+	lockKeys    []string // KEYS of refresh.lua and release.lua
+	acquireKeys []string // KEYS of acquire.lua: the lock keys, then the fence counters
+	channels    []string // channels[i] announces the release of keys[i]
 
-	// callbacks counts the renew callbacks at work, and the callbacks that
-	// Release found fired but not yet started.
-	callbacks sync.WaitGroup
+	// argv is the ARGV the three scripts share: the owner token, the lease
+	// in milliseconds, and the release channels. Its values are boxed in
+	// interfaces once, not on every command.
+	argv   []any
+	token  string        // owner token: the value of every lock key
+	fences []int64       // fences[i] is the fencing token of keys[i]; set once by acquire
+	lost   chan struct{} // closed once, by lose
+
+	// The watchdog's fields, protected by r.watchdog.mu: see watchdog.
+	index    int           // position in the watchdog's heap; -1 when not in it
+	due      time.Time     // when the watchdog must next look at this lock
+	renewAt  time.Time     // when the next renewal is due; zero: no watchdog
+	deadline time.Time     // until when the lease is surely valid on the server
+	renewing chan struct{} // non-nil while a renewal is in flight; closed when it ends
+	lastErr  error         // the last failed renewal's error, for the loss report
+
+	// mu protects err and released. err changes only under mu, in lose or
+	// Release, which is what makes "lost is closed exactly when err wraps
+	// ErrLost" hold.
+	mu       sync.Mutex
+	err      error // nil while held; wraps ErrLost once lost; ErrNotHeld once released
+	released bool
 }
 
 var _ Lock = (*redisLock)(nil)
 
-// newRedisLock returns the lock acquired by a script sent at sent, with its
-// watchdog armed.
-func newRedisLock(ctx context.Context, r *Redis, ks *keySet, token string, fences []int64, sent time.Time) *redisLock {
+// newLock prepares a lock on keys, with a fresh owner token. It does no
+// I/O: acquire takes the keys.
+func (r *Redis) newLock(keys []string) (*redisLock, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("distlock: Obtain needs at least one key")
+	}
+	names := make([]string, 0, 4*len(keys))
+	for _, k := range keys {
+		if !slices.Contains(names, k) { // a lock has a handful of keys: no map needed
+			names = append(names, k)
+		}
+	}
+	n := len(names)
+	names = names[:4*n]
+	for i, k := range names[:n] {
+		names[n+i], names[2*n+i], names[3*n+i] = r.names(k)
+	}
 	l := &redisLock{
-		r:        r,
-		ks:       ks,
-		token:    token,
-		fences:   fences,
-		ctx:      context.WithoutCancel(ctx),
-		lost:     make(chan struct{}),
-		deadline: r.leaseEnd(sent),
+		r:           r,
+		names:       names,
+		keys:        names[:n],
+		lockKeys:    names[n : 2*n],
+		acquireKeys: names[n : 3*n],
+		channels:    names[3*n:],
+		token:       newOwnerToken(),
+		argv:        make([]any, 2+n),
+		lost:        make(chan struct{}),
+		index:       -1,
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if every := r.opts.RenewEvery; every > 0 {
-		l.renewTimer = time.AfterFunc(every, l.renew)
-		l.renewArmed = true
+	l.argv[0], l.argv[1] = l.token, r.leaseMillis
+	for i, c := range l.channels {
+		l.argv[2+i] = c
 	}
-	l.expiryTimer = time.AfterFunc(time.Until(l.deadline), l.checkExpiry)
-	l.expiryArmed = true
-	return l
+	return l, nil
 }
 
 // leaseEnd returns until when a lease set by a command sent at sent is
@@ -80,10 +98,29 @@ func (r *Redis) leaseEnd(sent time.Time) time.Time {
 	return sent.Add(r.opts.TTL - r.opts.TTL/100)
 }
 
+// setDueLocked sets when the watchdog must next look at l: at the next
+// renewal, or at the lease's deadline when that comes first, when a
+// renewal is in flight, or when there is no watchdog. r.watchdog.mu must
+// be held.
+func (l *redisLock) setDueLocked() {
+	l.due = l.deadline
+	if l.renewing == nil && !l.renewAt.IsZero() && l.renewAt.Before(l.deadline) {
+		l.due = l.renewAt
+	}
+}
+
+// expiryCauseLocked says why the lease ran out. r.watchdog.mu must be held.
+func (l *redisLock) expiryCauseLocked() error {
+	if l.lastErr != nil {
+		return fmt.Errorf("%w: the lease of %q ran out; last renewal: %w", ErrLost, l.keys, l.lastErr)
+	}
+	return fmt.Errorf("%w: the lease of %q ran out without a renewal", ErrLost, l.keys)
+}
+
 // Token returns the fencing token issued for key by this acquisition, or 0
 // if key is not part of the lock.
 func (l *redisLock) Token(key string) int64 {
-	if i := slices.Index(l.ks.keys, key); i >= 0 {
+	if i := slices.Index(l.keys, key); i >= 0 {
 		return l.fences[i]
 	}
 	return 0
@@ -100,9 +137,12 @@ func (l *redisLock) Err() error {
 	return l.err
 }
 
-// loseLocked declares the lock lost with cause, unless it was lost or
-// released already. l.mu must be held.
-func (l *redisLock) loseLocked(cause error) {
+// lose declares the lock lost with cause, unless it was lost or released
+// already, and stops watching it.
+func (l *redisLock) lose(cause error) {
+	l.r.watchdog.forget(l)
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.err != nil {
 		return
 	}
@@ -118,30 +158,31 @@ func (l *redisLock) Refresh(ctx context.Context) error {
 	if l.Err() != nil {
 		return ErrNotHeld
 	}
+	return l.refresh(ctx)
+}
+
+// refresh is Refresh without the first check, for the watchdog, which
+// only renews locks it still watches.
+func (l *redisLock) refresh(ctx context.Context) error {
 	sent := time.Now()
-	ok, err := refreshScript.Run(ctx, l.r.client, l.ks.lockKeys, l.token, l.r.opts.TTL.Milliseconds()).Bool()
+	ok, err := refreshScript.Run(ctx, l.r.client, l.lockKeys, l.argv[:2]...).Bool()
 	if err != nil {
-		return fmt.Errorf("distlock: refresh %q: %w", l.ks.keys, err)
+		return fmt.Errorf("distlock: refresh %q: %w", l.keys, err)
 	}
 	if !ok {
-		l.mu.Lock()
-		l.loseLocked(fmt.Errorf("%w: a key of %q is gone or held by another owner", ErrLost, l.ks.keys))
-		l.mu.Unlock()
+		l.lose(fmt.Errorf("%w: a key of %q is gone or held by another owner", ErrLost, l.keys))
 		return ErrNotHeld
 	}
-	l.mu.Lock()
-	if end := l.r.leaseEnd(sent); end.After(l.deadline) {
-		l.deadline = end
-	}
-	l.mu.Unlock()
+	l.r.watchdog.extend(l, l.r.leaseEnd(sent))
 	return nil
 }
 
-// Release stops the watchdog, waits for it, then deletes every key that
-// still holds this lock's owner token and wakes the waiters on them, in one
-// round trip. It returns ErrNotHeld if it was called before or if some key
-// was no longer held (the others are released all the same), or an error
-// from Redis, wrapped: the keys are then freed when their lease runs out.
+// Release stops the watchdog's work on the lock, waits for a renewal in
+// flight, then deletes every key that still holds this lock's owner token
+// and wakes the waiters on them, in one round trip. It returns ErrNotHeld
+// if it was called before or if some key was no longer held (the others
+// are released all the same), or an error from Redis, wrapped: the keys
+// are then freed when their lease runs out.
 func (l *redisLock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
@@ -152,84 +193,17 @@ func (l *redisLock) Release(ctx context.Context) error {
 	if l.err == nil {
 		l.err = ErrNotHeld
 	}
-	if l.renewArmed && !l.renewTimer.Stop() {
-		l.callbacks.Add(1) // fired: its callback will see released and call Done
-	}
-	if l.expiryArmed && !l.expiryTimer.Stop() {
-		l.callbacks.Add(1)
-	}
-	l.renewArmed, l.expiryArmed = false, false
 	l.mu.Unlock()
-	l.callbacks.Wait()
-
-	n, err := releaseScript.Run(ctx, l.r.client, l.ks.lockKeys, append([]any{l.token}, l.ks.releaseArgs...)...).Int()
-	if err != nil {
-		return fmt.Errorf("distlock: release %q: %w", l.ks.keys, err)
+	if renewing := l.r.watchdog.unregister(l); renewing != nil {
+		<-renewing
 	}
-	if n != len(l.ks.keys) {
-		return fmt.Errorf("%w: %d of the %d keys of %q had expired", ErrNotHeld, len(l.ks.keys)-n, len(l.ks.keys), l.ks.keys)
+
+	n, err := releaseScript.Run(ctx, l.r.client, l.lockKeys, l.argv...).Int()
+	if err != nil {
+		return fmt.Errorf("distlock: release %q: %w", l.keys, err)
+	}
+	if n != len(l.keys) {
+		return fmt.Errorf("%w: %d of the %d keys of %q had expired", ErrNotHeld, len(l.keys)-n, len(l.keys), l.keys)
 	}
 	return nil
-}
-
-// renew is renewTimer's callback: it extends the lease, and arms the timer
-// again, sooner after a failed renewal (a network error, say), which is no
-// loss by itself while the lease is still valid. A renewal that finds a key
-// gone or taken declares the loss (in Refresh). A renewal that blocks past
-// the deadline on a dead connection does not delay the loss: checkExpiry
-// declares it on time.
-func (l *redisLock) renew() {
-	l.mu.Lock()
-	l.renewArmed = false
-	if l.released {
-		l.mu.Unlock()
-		l.callbacks.Done() // Release counted this fired callback
-		return
-	}
-	l.callbacks.Add(1)
-	l.mu.Unlock()
-	defer l.callbacks.Done()
-
-	err := l.Refresh(l.ctx)
-
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.released || l.err != nil || errors.Is(err, ErrNotHeld) {
-		return
-	}
-	every := l.r.opts.RenewEvery
-	if err != nil {
-		l.lastErr = err
-		every = max(every/4, time.Millisecond)
-	} else {
-		l.lastErr = nil
-	}
-	l.renewTimer.Reset(every)
-	l.renewArmed = true
-}
-
-// checkExpiry is expiryTimer's callback: it declares the lock lost once the
-// lease's deadline has passed, or arms the timer for the deadline that a
-// renewal moved.
-func (l *redisLock) checkExpiry() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.expiryArmed = false
-	if l.released {
-		l.callbacks.Done() // Release counted this fired callback
-		return
-	}
-	if l.err != nil {
-		return // lost already
-	}
-	if left := time.Until(l.deadline); left > 0 {
-		l.expiryTimer.Reset(left)
-		l.expiryArmed = true
-		return
-	}
-	cause := fmt.Errorf("%w: the lease of %q ran out without a renewal", ErrLost, l.ks.keys)
-	if l.lastErr != nil {
-		cause = fmt.Errorf("%w: the lease of %q ran out; last renewal: %w", ErrLost, l.ks.keys, l.lastErr)
-	}
-	l.loseLocked(cause)
 }
