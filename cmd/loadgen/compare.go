@@ -18,7 +18,9 @@ type strategy struct{ lock, guard string }
 func (s strategy) safe() bool { return s.lock != "none" && s.guard != "off" }
 
 // compareStrategies lists what compare runs, from the broken to the best:
-// each unsafe variant next to the safe one it breaks.
+// each unsafe variant next to the safe one it breaks, then the other
+// backends. A strategy the servers do not offer (not in demo mode, or its
+// backend not configured) is shown as refused, with the server's reason.
 func compareStrategies() []strategy {
 	return []strategy{
 		{"none", "off"},
@@ -29,6 +31,10 @@ func compareStrategies() []strategy {
 		{"redis", "off"},
 		{"redis", "fence"},
 		{"keyed+redis", "fence"},
+		{"postgres", "fence"},
+		{"redlock", "fence"},
+		{"file", "fence"},
+		{"zookeeper", "fence"},
 	}
 }
 
