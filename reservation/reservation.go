@@ -30,6 +30,12 @@ const (
 	LockKeyedRedis Strategy = "keyed+redis"
 	// LockPostgres is a Postgres advisory lock per seat, held by a session.
 	LockPostgres Strategy = "postgres"
+	// LockPostgresXact is a Postgres advisory lock per seat taken inside
+	// the transaction that writes the booking: the whole critical section
+	// runs in that one transaction, so lock and write commit or roll back
+	// together and no lease can run out in between. The strongest
+	// strategy; offered only by a Store that is a TxBooker.
+	LockPostgresXact Strategy = "postgres-xact"
 	// LockRedlock is the Redlock algorithm over several independent Redis
 	// servers: a majority of them must grant each seat.
 	LockRedlock Strategy = "redlock"
@@ -45,7 +51,7 @@ const (
 func AllStrategies() []Strategy {
 	return []Strategy{
 		LockNone, LockGlobal, LockKeyed, LockRedis, LockKeyedRedis,
-		LockPostgres, LockRedlock, LockFile, LockZooKeeper,
+		LockPostgres, LockPostgresXact, LockRedlock, LockFile, LockZooKeeper,
 	}
 }
 

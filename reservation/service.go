@@ -197,15 +197,24 @@ func (s *Service) checkChoice(l Strategy, g Guard) error {
 	if g != GuardFence && g != GuardOff {
 		return invalidf("guard %q is unknown; use %q or %q", clip(string(g)), GuardFence, GuardOff)
 	}
-	if l != LockNone {
-		if _, ok := s.opts.Lockers[l]; !ok {
-			return invalidf("lock %q is not offered by this server; offered: %s", clip(string(l)), strings.Join(s.Strategies(), ", "))
-		}
+	if l != LockNone && !s.offers(l) {
+		return invalidf("lock %q is not offered by this server; offered: %s", clip(string(l)), strings.Join(s.Strategies(), ", "))
 	}
 	if unsafeChoice(l, g) && !s.opts.Demo {
 		return invalidf("lock %q with guard %q can double-book and is allowed only in demo mode (DEMO_MODE=true)", l, g)
 	}
 	return nil
+}
+
+// offers reports whether the service can protect seats with strategy l:
+// it has a locker for it, or, for LockPostgresXact, its store is a TxBooker.
+func (s *Service) offers(l Strategy) bool {
+	if l == LockPostgresXact {
+		_, ok := s.store.(TxBooker)
+		return ok
+	}
+	_, ok := s.opts.Lockers[l]
+	return ok
 }
 
 // Strategies returns the lock strategies the service offers, sorted.
@@ -216,6 +225,9 @@ func (s *Service) Strategies() []string {
 	}
 	for l := range s.opts.Lockers {
 		names = append(names, string(l))
+	}
+	if _, ok := s.store.(TxBooker); ok && !slices.Contains(names, string(LockPostgresXact)) {
+		names = append(names, string(LockPostgresXact))
 	}
 	slices.Sort(names)
 	return names
@@ -294,7 +306,9 @@ type Confirmation struct {
 // Book books seats for a customer, all or nothing. It validates the request,
 // sorts the seats, takes the locks of the screening's strategy in that order,
 // checks the seats are free, waits the payment delay, writes through the
-// screening's guard, and releases the locks.
+// screening's guard, and releases the locks. Under LockPostgresXact all of
+// it, from the locks to the write, runs in one transaction of the store
+// (see TxBooker).
 //
 // It returns ErrInvalid, ErrNotFound, ErrSeatTaken (a *SeatsTakenError),
 // ErrSeatBusy when the locks could not be had within the lock wait,
@@ -313,9 +327,12 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 	var idem *idempotency
 	if req.IdempotencyKey != "" {
 		idem = newIdempotency(req.IdempotencyKey, seats, req.Customer)
-		if c, ok, err := s.replay(ctx, sc.ID, idem); ok || err != nil {
+		if c, ok, err := s.replay(ctx, s.store, sc.ID, idem); ok || err != nil {
 			return c, err
 		}
+	}
+	if sc.Lock == LockPostgresXact {
+		return s.bookInTransaction(ctx, sc, seats, req.Customer, idem)
 	}
 
 	lease, err := s.lock(ctx, sc, seats)
@@ -327,7 +344,7 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 	// A request with the same key may have booked while this one waited
 	// for the locks.
 	if idem != nil {
-		if c, ok, err := s.replay(ctx, sc.ID, idem); ok || err != nil {
+		if c, ok, err := s.replay(ctx, s.store, sc.ID, idem); ok || err != nil {
 			return c, err
 		}
 	}
@@ -342,6 +359,54 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 		return Confirmation{}, err
 	}
 	return s.write(ctx, sc, seats, req.Customer, lease, idem)
+}
+
+// bookInTransaction runs the critical section of LockPostgresXact: the
+// store opens one transaction, locks the seats in it, and everything from
+// the check to the write happens inside, reading through the transaction.
+// The write needs no fencing token: the lock cannot be lost without the
+// transaction failing, and then nothing is written. GuardFence still makes
+// the write conditional, as a second line of defence.
+func (s *Service) bookInTransaction(ctx context.Context, sc Screening, seats []string, customer string, idem *idempotency) (Confirmation, error) {
+	tb, ok := s.store.(TxBooker)
+	if !ok {
+		return Confirmation{}, fmt.Errorf("screening %s: lock strategy %q needs a store that books in a transaction: %w", sc.ID, sc.Lock, ErrUnavailable)
+	}
+	// c is the answer: the new booking, or the one a request with the
+	// same key made while this one waited. Only the callback sets it, and
+	// BookLocked has returned before it is read.
+	var c Confirmation
+	replayed := false
+	err := tb.BookLocked(ctx, sc.ID, seats, s.opts.LockWait, func(ctx context.Context, r Reader) (*Write, error) {
+		if idem != nil {
+			var err error
+			if c, replayed, err = s.replay(ctx, r, sc.ID, idem); replayed || err != nil {
+				return nil, err
+			}
+		}
+		taken, err := r.TakenSeats(ctx, sc.ID, seats)
+		if err != nil {
+			return nil, err
+		}
+		if len(taken) > 0 {
+			return nil, &SeatsTakenError{Seats: taken}
+		}
+		if err := pay(ctx, sc.PaymentDelay, noLease{}); err != nil {
+			return nil, err
+		}
+		w, conf, err := s.newWrite(sc, seats, customer, noLease{}, idem)
+		c = conf
+		return &w, err
+	})
+	switch {
+	case err == nil && replayed:
+		return c, nil
+	case errors.Is(err, ErrSeatBusy):
+		return Confirmation{}, &messageError{kind: ErrSeatBusy, msg: fmt.Sprintf("seats %s are being booked by someone else; try again", strings.Join(seats, ", "))}
+	case ctx.Err() != nil && err != nil:
+		return Confirmation{}, ctx.Err()
+	}
+	return s.written(ctx, sc.ID, c, idem, err)
 }
 
 // validateBooking checks a booking request against the screening and returns
@@ -445,9 +510,19 @@ func pay(ctx context.Context, delay time.Duration, lease SeatLease) error {
 
 // write records the booking through the screening's guard.
 func (s *Service) write(ctx context.Context, sc Screening, seats []string, customer string, lease SeatLease, idem *idempotency) (Confirmation, error) {
-	token, tokenHash, err := newToken()
+	w, c, err := s.newWrite(sc, seats, customer, lease, idem)
 	if err != nil {
 		return Confirmation{}, err
+	}
+	return s.written(ctx, sc.ID, c, idem, s.store.Book(ctx, w))
+}
+
+// newWrite builds the write of a new booking, with the lease's fencing
+// tokens, and the confirmation to answer once it is written.
+func (s *Service) newWrite(sc Screening, seats []string, customer string, lease SeatLease, idem *idempotency) (Write, Confirmation, error) {
+	token, tokenHash, err := newToken()
+	if err != nil {
+		return Write{}, Confirmation{}, err
 	}
 	b := Booking{
 		ID:          uuid.NewString(),
@@ -466,21 +541,27 @@ func (s *Service) write(ctx context.Context, sc Screening, seats []string, custo
 	if idem != nil {
 		rec, err := idem.record(b.ID, token, b.CreatedAt)
 		if err != nil {
-			return Confirmation{}, err
+			return Write{}, Confirmation{}, err
 		}
 		w.Idempotency = &rec
 	}
-	err = s.store.Book(ctx, w)
+	return w, Confirmation{Booking: b, Token: token}, nil
+}
+
+// written turns the outcome of a booking's write into the answer: c when
+// the write succeeded (err == nil), and tells the event publisher.
+func (s *Service) written(ctx context.Context, screeningID string, c Confirmation, idem *idempotency, err error) (Confirmation, error) {
 	switch {
 	case err == nil:
-		s.publish(ctx, EventBooked, b)
-		return Confirmation{Booking: b, Token: token}, nil
+		s.publish(ctx, EventBooked, c.Booking)
+		return c, nil
 	case errors.Is(err, ErrStaleToken):
 		return Confirmation{}, fmt.Errorf("a newer lock holder has written these seats: %w", ErrLockLost)
 	case errors.Is(err, ErrConflict) && idem != nil:
-		// Only possible without a lock: another request with the same key
-		// wrote first.
-		c, _, err := s.replay(ctx, sc.ID, idem)
+		// Only possible when the same key came with other seats (their
+		// locks do not exclude each other) or without a lock: another
+		// request with the same key wrote first.
+		c, _, err := s.replay(ctx, s.store, screeningID, idem)
 		return c, err
 	default:
 		return Confirmation{}, err
@@ -575,9 +656,9 @@ func newIdempotency(key string, sortedSeats []string, customer string) *idempote
 }
 
 // replay returns the confirmation of the booking that the key made before,
-// if any. ok is false when the key is new.
-func (s *Service) replay(ctx context.Context, screeningID string, idem *idempotency) (c Confirmation, ok bool, err error) {
-	rec, err := s.store.Idempotent(ctx, screeningID, idem.keyHash)
+// if any, reading through r. ok is false when the key is new.
+func (s *Service) replay(ctx context.Context, r Reader, screeningID string, idem *idempotency) (c Confirmation, ok bool, err error) {
+	rec, err := r.Idempotent(ctx, screeningID, idem.keyHash)
 	if errors.Is(err, ErrNotFound) {
 		return Confirmation{}, false, nil
 	}
@@ -587,7 +668,7 @@ func (s *Service) replay(ctx context.Context, screeningID string, idem *idempote
 	if !bytes.Equal(rec.RequestHash, idem.requestHash) {
 		return Confirmation{}, true, &messageError{kind: ErrIdempotencyMismatch, msg: "this Idempotency-Key was used with a different request"}
 	}
-	b, _, err := s.store.Booking(ctx, rec.BookingID)
+	b, _, err := r.Booking(ctx, rec.BookingID)
 	if err != nil {
 		return Confirmation{}, true, err
 	}

@@ -128,9 +128,9 @@ func (c config) validate() error {
 		if !c.Demo {
 			return errors.New("LOCK_STRATEGY=none can double-book and needs DEMO_MODE=true")
 		}
-	case reservation.LockPostgres:
+	case reservation.LockPostgres, reservation.LockPostgresXact:
 		if c.DatabaseURL == "" {
-			return errors.New("LOCK_STRATEGY=postgres needs DATABASE_URL")
+			return fmt.Errorf("LOCK_STRATEGY=%s needs DATABASE_URL", c.Lock)
 		}
 	case reservation.LockRedlock:
 		if len(c.RedlockURLs) == 0 {

@@ -44,6 +44,8 @@ func TestParseConfig(t *testing.T) {
 			func(c *config) { c.Addr, c.Lock, c.LockTTL = ":1", reservation.LockKeyed, 3*time.Second }},
 		{"unsafe strategies in demo mode", []string{"-demo", "-lock", "none", "-guard", "off"}, nil,
 			func(c *config) { c.Demo, c.Lock, c.Guard = true, reservation.LockNone, reservation.GuardOff }},
+		{"transaction locks with a database", []string{"-lock", "postgres-xact", "-database-url", "postgres://u@db/x"}, nil,
+			func(c *config) { c.Lock, c.DatabaseURL = reservation.LockPostgresXact, "postgres://u@db/x" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseConfig(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
@@ -75,6 +77,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"redlock with two servers", []string{"-lock", "redlock", "-redlock-urls", "redis://a:1,redis://b:1"}, nil, "at least 3"},
 		{"bad redlock URL", nil, map[string]string{"REDLOCK_URLS": "redis://a:1,http://b,redis://c:1"}, "REDLOCK_URLS"},
 		{"postgres lock without a database", []string{"-lock", "postgres"}, nil, "DATABASE_URL"},
+		{"postgres-xact lock without a database", nil, map[string]string{"LOCK_STRATEGY": "postgres-xact"}, "LOCK_STRATEGY=postgres-xact needs DATABASE_URL"},
 		{"unknown strategy env", nil, map[string]string{"LOCK_STRATEGY": "Keyed"}, "LOCK_STRATEGY"},
 		{"unknown guard", nil, map[string]string{"WRITE_GUARD": "none"}, "WRITE_GUARD"},
 		{"none without demo", []string{"-lock", "none"}, nil, "DEMO_MODE"},

@@ -32,6 +32,7 @@ func compareStrategies() []strategy {
 		{"redis", "fence"},
 		{"keyed+redis", "fence"},
 		{"postgres", "fence"},
+		{"postgres-xact", "fence"},
 		{"redlock", "fence"},
 		{"file", "fence"},
 		{"zookeeper", "fence"},

@@ -47,6 +47,18 @@
 // The lock is the session's, so it goes away with the connection even if
 // the process dies mid-way.
 //
+// # Locks that commit with the write
+//
+// Store is also a reservation.TxBooker: BookLocked runs a booking's whole
+// critical section in one transaction that first takes
+// pg_advisory_xact_lock on every seat (strategy postgres-xact). The seats
+// are read and the booking written through that transaction, and its
+// commit releases the locks: lock and write succeed or fail together, so
+// the lock needs no lease and the write no fencing token. A cancelled
+// request rolls the transaction back, which frees the locks at once. The
+// price is one connection and one open transaction per booking for as long
+// as it pays.
+//
 // # Round trips
 //
 // Book is one transaction of three round trips whatever the number of seats:

@@ -148,10 +148,22 @@ ORDER BY asked.n`
 
 // TakenSeats returns which of the given seats are booked, in the order given.
 func (s *Store) TakenSeats(ctx context.Context, screeningID string, seats []string) ([]string, error) {
+	return takenSeats(ctx, s.pool, screeningID, seats)
+}
+
+// querier is what the reads need of a pool or a transaction, so that a
+// booking's critical section can read through the transaction that holds
+// its locks (see BookLocked).
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func takenSeats(ctx context.Context, q querier, screeningID string, seats []string) ([]string, error) {
 	if len(seats) == 0 {
 		return nil, nil
 	}
-	rows, _ := s.pool.Query(ctx, selectTakenSeats, screeningID, seats)
+	rows, _ := q.Query(ctx, selectTakenSeats, screeningID, seats)
 	taken, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return taken, translate("taken seats", err)
 }
@@ -212,6 +224,21 @@ func (s *Store) Book(ctx context.Context, w reservation.Write) error {
 	if err := w.Validate(); err != nil {
 		return err
 	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return translate("book", err)
+	}
+	defer tx.Rollback(ctx) // after Commit, a no-op
+	if err := book(ctx, tx, w); err != nil {
+		return err
+	}
+	return translate("book", tx.Commit(ctx))
+}
+
+// book writes a validated w inside tx, in one batch, and leaves tx to the
+// caller: commit on success, roll back on error. Its errors are those of
+// Book, already translated.
+func book(ctx context.Context, tx pgx.Tx, w reservation.Write) error {
 	b := w.Booking
 	fences := make([]int64, len(b.Seats))
 	for i, seat := range b.Seats {
@@ -227,12 +254,6 @@ func (s *Store) Book(ctx context.Context, w reservation.Write) error {
 		idemKey, idemRequest, idemSealed, idemAt = rec.KeyHash, rec.RequestHash, rec.SealedToken, &rec.CreatedAt
 	}
 
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return translate("book", err)
-	}
-	defer tx.Rollback(ctx) // after Commit, a no-op
-
 	batch := &pgx.Batch{}
 	batch.Queue(insertBooking, b.ID, b.ScreeningID, b.Customer, b.Seats, w.TokenHash, b.CreatedAt,
 		idemKey, idemRequest, idemSealed, idemAt)
@@ -245,7 +266,7 @@ func (s *Store) Book(ctx context.Context, w reservation.Write) error {
 	if len(written) < len(b.Seats) {
 		return refusal(ctx, tx, b, written)
 	}
-	return translate("book", tx.Commit(ctx))
+	return nil
 }
 
 // bookResults reads the answers to Book's batch: the seats the upsert wrote.
@@ -294,12 +315,16 @@ func refusal(ctx context.Context, tx pgx.Tx, b reservation.Booking, written []st
 // Booking returns the booking with the id and the hash of its token, or
 // reservation.ErrNotFound.
 func (s *Store) Booking(ctx context.Context, id string) (reservation.Booking, []byte, error) {
+	return booking(ctx, s.pool, id)
+}
+
+func booking(ctx context.Context, q querier, id string) (reservation.Booking, []byte, error) {
 	if uuid.Validate(id) != nil {
 		return reservation.Booking{}, nil, fmt.Errorf("postgres: booking: %w", reservation.ErrNotFound)
 	}
 	b := reservation.Booking{ID: id}
 	var tokenHash []byte
-	err := s.pool.QueryRow(ctx,
+	err := q.QueryRow(ctx,
 		`SELECT screening_id, customer, seats, status, created_at, token_hash FROM bookings WHERE id = $1`, id,
 	).Scan(&b.ScreeningID, &b.Customer, &b.Seats, &b.Status, &b.CreatedAt, &tokenHash)
 	if err != nil {
@@ -353,8 +378,12 @@ func (s *Store) Cancel(ctx context.Context, id string) error {
 // Idempotent returns the record of the booking made with the key hash on
 // the screening, or reservation.ErrNotFound.
 func (s *Store) Idempotent(ctx context.Context, screeningID string, keyHash []byte) (reservation.IdempotencyRecord, error) {
+	return idempotent(ctx, s.pool, screeningID, keyHash)
+}
+
+func idempotent(ctx context.Context, q querier, screeningID string, keyHash []byte) (reservation.IdempotencyRecord, error) {
 	var rec reservation.IdempotencyRecord
-	err := s.pool.QueryRow(ctx, `
+	err := q.QueryRow(ctx, `
 		SELECT id, idem_request_hash, idem_sealed_token, idem_created_at
 		FROM bookings WHERE screening_id = $1 AND idem_key_hash = $2`, screeningID, keyHash,
 	).Scan(&rec.BookingID, &rec.RequestHash, &rec.SealedToken, &rec.CreatedAt)
