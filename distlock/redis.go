@@ -64,6 +64,30 @@ type RedisOptions struct {
 	// (for example when the holder's lease expired, which publishes
 	// nothing). Defaults 10ms and 500ms.
 	MinBackoff, MaxBackoff time.Duration
+
+	// Observer, if not nil, is told of every renewal the watchdog makes
+	// and of every held lock found lost, for metrics. Nil observes nothing.
+	Observer RenewalObserver
+}
+
+// RenewalObserver is told what the watchdog of a Redis locker does. Its
+// methods are called from the watchdog's goroutines, never under a lock of
+// the locker, possibly at the same time: they must be safe for concurrent
+// use and return at once (count, do not wait), because a slow observer
+// delays the watchdog's next look at every lock.
+type RenewalObserver interface {
+	// Renewed reports one renewal: err is nil when the lease was
+	// extended, or the error from Redis when it could not be (the lease
+	// stays valid until its deadline and the renewal is tried again
+	// sooner). A renewal that finds a key gone or taken is reported by
+	// Lost instead, and one cut short by Close is not reported.
+	Renewed(err error)
+
+	// Lost reports a held lock declared lost, once per lock: a renewal
+	// (or Refresh) found a key gone or held by another owner, or the
+	// lease ran out before a renewal succeeded. Locks given up by Close
+	// are not reported.
+	Lost()
 }
 
 // Redis is a Locker on one Redis server or Cluster. Each key is a Redis key

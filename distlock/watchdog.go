@@ -151,9 +151,13 @@ func (w *watchdog) run() {
 		w.mu.Unlock()
 
 		// Declared outside mu: lose takes the lock's own mutex, which is
-		// never held while mu is taken.
+		// never held while mu is taken; and the observer is never called
+		// under a lock.
 		for _, x := range lost {
 			x.lock.lose(x.cause)
+			if obs := w.r.opts.Observer; obs != nil {
+				obs.Lost()
+			}
 		}
 	}
 }
@@ -188,14 +192,28 @@ func (w *watchdog) renew(l *redisLock) {
 	w.fixLocked(l)
 	w.mu.Unlock()
 	close(done) // a Release waiting for this renewal may go on
+
+	// A loss was reported by forget; a renewal that close cut short is no
+	// news.
+	if obs := w.r.opts.Observer; obs != nil && !errors.Is(err, ErrNotHeld) && w.ctx.Err() == nil {
+		obs.Renewed(err)
+	}
 }
 
-// forget removes l from the heap, if it is there, because it was lost.
+// forget removes l from the heap, if it is there, because it was lost, and
+// then tells the observer. A lock leaves the heap once, under mu, so a loss
+// is reported once even when an expiry and a renewal find it together; a
+// lock that was released, expired or dropped by close before is no longer
+// in the heap and is not reported again.
 func (w *watchdog) forget(l *redisLock) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if l.index >= 0 {
+	watched := l.index >= 0
+	if watched {
 		heap.Remove(&w.locks, l.index)
+	}
+	w.mu.Unlock()
+	if obs := w.r.opts.Observer; watched && obs != nil {
+		obs.Lost()
 	}
 }
 

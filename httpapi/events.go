@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -126,6 +125,13 @@ func (h *Hub) removeLocked(s *stream) {
 	close(s.events)
 }
 
+// sseGather is how long a stream waits, after an event, for more events
+// to write with it. A stream's buffer holds 256 events by default, so a
+// screening may see about 10,000 events a second before a stream whose
+// client keeps up is closed for falling behind; bookings arrive within a
+// second either way.
+const sseGather = 25 * time.Millisecond
+
 // sseWriteTimeout bounds one write to a stream: a client that does not read
 // for this long is dropped rather than holding its handler.
 const sseWriteTimeout = 10 * time.Second
@@ -175,19 +181,22 @@ func handleEvents(svc *reservation.Service, hub *Hub, heartbeat time.Duration) g
 
 		// send writes one chunk and flushes it; false means the client is
 		// gone or too slow.
-		send := func(chunk string) bool {
+		send := func(chunk []byte) bool {
 			_ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
-			if _, err := c.Writer.WriteString(chunk); err != nil {
+			if _, err := c.Writer.Write(chunk); err != nil {
 				return false
 			}
 			return rc.Flush() == nil
 		}
 		// "retry" makes a browser reconnect after a second, not three.
-		if !send("retry: 1000\n\n" + sseEvent("snapshot", toSnapshotJSON(sc, seats))) {
+		if !send([]byte("retry: 1000\n\n" + sseEvent("snapshot", toSnapshotJSON(sc, seats)))) {
 			return
 		}
 		tick := time.NewTicker(heartbeat)
 		defer tick.Stop()
+		gather := time.NewTimer(sseGather)
+		defer gather.Stop()
+		var burst []byte // reused by every write of this stream
 		for {
 			select {
 			case <-ctx.Done():
@@ -196,23 +205,31 @@ func handleEvents(svc *reservation.Service, hub *Hub, heartbeat time.Duration) g
 				if !ok {
 					return
 				}
-				// Under load, write what else is waiting with it and flush
-				// once: one system call for a burst instead of one per
-				// event is what lets many pages keep up.
-				var burst strings.Builder
-				burst.WriteString(frame)
+				// Under load, let the events that follow this one gather
+				// for a moment, then write them all and flush once: one
+				// system call (and one wake-up of this goroutine and of
+				// the reader) per burst instead of per event is what lets
+				// many pages keep up without slowing the bookings. The
+				// page receives the same bytes, at most sseGather later.
+				gather.Reset(sseGather)
+				select {
+				case <-ctx.Done():
+					return
+				case <-gather.C:
+				}
+				burst = append(burst[:0], frame...)
 				for more := len(s.events); more > 0; more-- {
 					frame, ok := <-s.events
 					if !ok {
-						break
+						break // closed: write what came before; the next receive ends the stream
 					}
-					burst.WriteString(frame)
+					burst = append(burst, frame...)
 				}
-				if !send(burst.String()) {
+				if !send(burst) {
 					return
 				}
 			case <-tick.C:
-				if !send(": heartbeat\n\n") {
+				if !send([]byte(": heartbeat\n\n")) {
 					return
 				}
 			}

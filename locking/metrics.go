@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/reservation"
 )
 
@@ -86,6 +87,7 @@ type Metrics struct {
 	wait   *prometheus.HistogramVec // layer, outcome
 	hold   *prometheus.HistogramVec // layer
 	lost   *prometheus.CounterVec   // layer
+	renew  *prometheus.CounterVec   // layer, result
 	logger *slog.Logger
 }
 
@@ -116,9 +118,13 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) (*Metrics, error
 			Name: "seatlock_lock_lost_total",
 			Help: "Seat leases that expired while held (their Lost channel closed), by layer.",
 		}, []string{"layer"}),
+		renew: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seatlock_lock_renewals_total",
+			Help: `Lease renewals by a lock service's watchdog, by layer and result ("renewed", "failed": an error, retried while the lease lasts; "lost": the key was found gone or the lease ran out).`,
+		}, []string{"layer", "result"}),
 		logger: logger,
 	}
-	for _, c := range []prometheus.Collector{m.wait, m.hold, m.lost} {
+	for _, c := range []prometheus.Collector{m.wait, m.hold, m.lost, m.renew} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("locking: registering lock metrics"), err)
 		}
@@ -146,3 +152,35 @@ func (m *Metrics) Lost(layer, screeningID string) {
 	m.lost.WithLabelValues(layer).Inc()
 	m.logger.Warn("seat lock lost while held", "layer", layer, "screening", screeningID)
 }
+
+// Renewals returns the counters of one layer's lease renewals, for a lock
+// service with a watchdog: pass it as distlock.RedisOptions.Observer. Its
+// methods only increment counters, so they never hold the watchdog up.
+func (m *Metrics) Renewals(layer string) *Renewals {
+	return &Renewals{
+		renewed: m.renew.WithLabelValues(layer, "renewed"),
+		failed:  m.renew.WithLabelValues(layer, "failed"),
+		lost:    m.renew.WithLabelValues(layer, "lost"),
+	}
+}
+
+var _ distlock.RenewalObserver = (*Renewals)(nil)
+
+// Renewals counts the renewals of one layer's watchdog in
+// seatlock_lock_renewals_total. It implements distlock.RenewalObserver.
+type Renewals struct {
+	renewed, failed, lost prometheus.Counter
+}
+
+// Renewed counts one renewal: "renewed" when err is nil, else "failed".
+func (r *Renewals) Renewed(err error) {
+	if err != nil {
+		r.failed.Inc()
+		return
+	}
+	r.renewed.Inc()
+}
+
+// Lost counts one lock the watchdog found lost. The lease's own layer
+// counts it again in seatlock_lock_lost_total when it is released.
+func (r *Renewals) Lost() { r.lost.Inc() }

@@ -32,8 +32,9 @@ type backends struct {
 
 // openBackends opens the store (Postgres, or memory when no URL is given),
 // the Redis client (to an embedded server when no URL is given) and builds
-// one locker per strategy. On error it closes what it had opened.
-func openBackends(ctx context.Context, cfg config, logger *slog.Logger) (_ *backends, err error) {
+// one locker per strategy, each measured by metrics. On error it closes
+// what it had opened.
+func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics *locking.Metrics) (_ *backends, err error) {
 	b := &backends{}
 	defer func() {
 		if err != nil {
@@ -73,25 +74,34 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger) (_ *back
 	b.closers = append(b.closers, client.Close)
 	b.lockHealth = func(ctx context.Context) error { return client.Ping(ctx).Err() }
 
-	redisLocks := distlock.NewRedis(client, distlock.RedisOptions{TTL: cfg.LockTTL})
+	redisLocks := distlock.NewRedis(client, distlock.RedisOptions{TTL: cfg.LockTTL, Observer: metrics.Renewals("redis")})
 	b.closers = append(b.closers, redisLocks.Close)
 
-	// One keyed mutex for the whole process: the keyed and the layered
-	// strategies must exclude each other's bookings of a seat only if they
-	// share it, and a screening has one strategy, so sharing is harmless
-	// and keeps one map of seats.
-	var seats keyedlock.Mutex
-	keyed := locking.Keyed(&seats)
-	distributed := locking.Distributed(redisLocks)
-	b.lockers = map[reservation.Strategy]reservation.SeatLocker{
-		reservation.LockGlobal:     locking.Global(),
-		reservation.LockKeyed:      keyed,
-		reservation.LockRedis:      distributed,
-		reservation.LockKeyedRedis: locking.Layered(keyed, distributed),
-	}
+	// The strategies of one lock service each are measured whole, under
+	// their own name as the layer.
+	b.lockers = make(map[reservation.Strategy]reservation.SeatLocker)
 	if err := openOtherLockers(ctx, cfg, logger, b); err != nil {
 		return nil, err
 	}
+	b.lockers[reservation.LockGlobal] = locking.Global()
+	for strategy, l := range b.lockers {
+		b.lockers[strategy] = locking.Instrument(string(strategy), l, metrics)
+	}
+
+	// The keyed and redis layers are measured on their own, and
+	// keyed+redis is built from the measured layers, not measured again:
+	// its bookings' waits show in the "keyed" and the "redis" series, each
+	// wait counted once, where it happened. The keyed layer is one mutex
+	// for the whole process: the keyed and the layered strategies must
+	// exclude each other's bookings of a seat only if they share it, and a
+	// screening has one strategy, so sharing is harmless and keeps one map
+	// of seats.
+	var seats keyedlock.Mutex
+	keyed := locking.Instrument("keyed", locking.Keyed(&seats), metrics)
+	distributed := locking.Instrument("redis", locking.Distributed(redisLocks), metrics)
+	b.lockers[reservation.LockKeyed] = keyed
+	b.lockers[reservation.LockRedis] = distributed
+	b.lockers[reservation.LockKeyedRedis] = locking.Layered(keyed, distributed)
 	b.redis = client
 	return b, nil
 }

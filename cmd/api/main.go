@@ -78,24 +78,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
-	b, err := openBackends(ctx, cfg, logger)
-	if err != nil {
-		return err
-	}
-	defer b.close(logger)
-
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	lockMetrics, err := locking.NewMetrics(reg, logger)
 	if err != nil {
 		return err
 	}
-	// Every strategy's locker is measured as a whole, labelled by its
-	// name: "keyed+redis" is the time in both of its layers together.
-	lockers := make(map[reservation.Strategy]reservation.SeatLocker, len(b.lockers))
-	for strategy, l := range b.lockers {
-		lockers[strategy] = locking.Instrument(string(strategy), l, lockMetrics)
+	// The backends measure their lockers with lockMetrics, layer by layer.
+	b, err := openBackends(ctx, cfg, logger, lockMetrics)
+	if err != nil {
+		return err
 	}
+	defer b.close(logger)
 
 	// The live seat map: this instance's bookings go out over Redis, and
 	// everyone's come back to the hub, which feeds the open pages.
@@ -106,7 +100,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	svc := reservation.NewService(b.store, reservation.Options{
 		Events:              events,
-		Lockers:             lockers,
+		Lockers:             b.lockers,
 		DefaultLock:         cfg.Lock,
 		DefaultGuard:        cfg.Guard,
 		DefaultPaymentDelay: cfg.PaymentDelay,

@@ -54,6 +54,7 @@ type config struct {
 	timeout      time.Duration // per HTTP request
 	checkTimeout time.Duration // budget of the linearizability check
 	seed         uint64        // 0 = random
+	watchers     int           // -watchers: event streams held open during the run
 }
 
 // usageError is a problem with how loadgen was called or with reaching the
@@ -125,6 +126,7 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Second, "timeout of one HTTP request")
 	fs.DurationVar(&cfg.checkTimeout, "check-timeout", 10*time.Second, "time budget of the linearizability check")
 	fs.Uint64Var(&cfg.seed, "seed", 0, "seed of the seat choices (0 = random)")
+	fs.IntVar(&cfg.watchers, "watchers", 0, "open this many seat-map event streams on the run's screenings during the run, and count their events")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -176,6 +178,10 @@ func (c *config) validate() error {
 		return usagef("-timeout %v: must be positive", c.timeout)
 	case c.checkTimeout <= 0:
 		return usagef("-check-timeout %v: must be positive", c.checkTimeout)
+	case c.watchers < 0:
+		return usagef("-watchers %d: must not be negative", c.watchers)
+	case c.watchers > 0 && c.scenario == scenarioHealthz:
+		return usagef("-watchers: the healthz scenario has no screening to watch")
 	}
 	return nil
 }

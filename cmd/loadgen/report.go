@@ -55,6 +55,13 @@ type report struct {
 	ByStatus  map[string]int `json:"by_status"`
 	ByCode    map[string]int `json:"by_code"`
 
+	// Watchers is -watchers; EventsReceived counts the booked and
+	// cancelled events all of them received, and WatchersCut the streams
+	// the server closed during the run (a page that fell too far behind).
+	Watchers       int   `json:"watchers,omitempty"`
+	EventsReceived int64 `json:"events_received,omitempty"`
+	WatchersCut    int64 `json:"watchers_cut,omitempty"`
+
 	counts
 	Linearizable         verdict  `json:"linearizable"`
 	NonLinearizableSeats []string `json:"non_linearizable_seats,omitempty"`
@@ -184,6 +191,9 @@ func writeText(w io.Writer, r *report) error {
 	row("latency", "p50 %s  p90 %s  p99 %s  p99.9 %s  max %s", fmtMS(l.P50), fmtMS(l.P90), fmtMS(l.P99), fmtMS(l.P999), fmtMS(l.Max))
 	row("by status", "%s", fmtCounts(r.ByStatus))
 	row("by code", "%s", fmtCounts(r.ByCode))
+	if r.Watchers > 0 {
+		row("watchers", "%d event streams, %d events received, %d cut by the server", r.Watchers, r.EventsReceived, r.WatchersCut)
+	}
 	fmt.Fprintln(tw)
 	row("double-booked seats", "%d", r.DoubleBookedSeats)
 	row("lost bookings", "%d", r.LostBookings)

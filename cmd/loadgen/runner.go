@@ -78,6 +78,18 @@ func runScenario(ctx context.Context, cfg config, p progress) (*report, error) {
 	if cfg.stopByRequests {
 		total = int64(cfg.requests)
 	}
+	// Open pages watch every screening the run has so far (for spread
+	// with -requests, every one it will use) before the clock starts.
+	var watching *watchers
+	if cfg.watchers > 0 {
+		var ids []string
+		for _, s := range pool.all() {
+			ids = append(ids, s.ID)
+		}
+		if watching, err = startWatchers(ctx, cfg.watchers, cfg.targets, ids); err != nil {
+			return nil, err
+		}
+	}
 	tick, finish := p.start(total, first.Lock+"/"+first.Guard)
 	d := &driver{
 		client:   c,
@@ -95,6 +107,13 @@ func runScenario(ctx context.Context, cfg config, p progress) (*report, error) {
 	}
 	records, start, wall, err := d.run(ctx)
 	finish()
+	var events, cut int64
+	if watching != nil {
+		// The last events of the run are still on their way: give them a
+		// moment (the server publishes from a queue) before closing.
+		time.Sleep(watcherGrace)
+		events, cut = watching.stop()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +141,10 @@ func runScenario(ctx context.Context, cfg config, p progress) (*report, error) {
 		Linearizable:   lin.verdict,
 
 		NonLinearizableSeats: lin.seats,
+
+		Watchers:       cfg.watchers,
+		EventsReceived: events,
+		WatchersCut:    cut,
 	}
 	if cfg.rate > 0 {
 		rep.Mode = "open"
