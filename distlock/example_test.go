@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -137,4 +138,86 @@ func ExampleLock_Err() {
 	// refresh: distlock: not held
 	// lost: true
 	// release: distlock: not held: 1 of the 1 keys of ["{screening-42}:C7"] had expired
+}
+
+// renewalCount counts the watchdog's successful renewals.
+type renewalCount struct{ n atomic.Int64 }
+
+func (r *renewalCount) Renewed(err error) {
+	if err == nil {
+		r.n.Add(1)
+	}
+}
+func (r *renewalCount) Lost() {}
+
+// A lock held longer than its lease: the watchdog renews it every
+// RenewEvery, so the holder keeps it for as long as it lives. Workshop
+// lab 6 shows the same on a running service.
+func ExampleRedis_Obtain_watchdog() {
+	server, client := exampleServer()
+	defer server.Close()
+	defer client.Close()
+	observed := new(renewalCount)
+	locker := distlock.NewRedis(client, distlock.RedisOptions{
+		TTL:        300 * time.Millisecond,
+		RenewEvery: 50 * time.Millisecond,
+		Observer:   observed,
+	})
+	defer locker.Close()
+	ctx := context.Background()
+
+	lock, _ := locker.Obtain(ctx, "{screening-42}:C7")
+	time.Sleep(600 * time.Millisecond) // a payment twice as long as the lease
+	fmt.Println("still held:", lock.Err())
+	fmt.Println("renewed:", observed.n.Load() > 0)
+	fmt.Println("release:", lock.Release(ctx))
+	// Output:
+	// still held: <nil>
+	// renewed: true
+	// release: <nil>
+}
+
+// Fencing: the holder of token 1 pauses past its lease, a second holder
+// takes the seat with token 2 and writes, and then the first wakes up and
+// writes too. The storage, not the lock, refuses the late write, because
+// it remembers the highest token it has seen for the seat.
+func ExampleLock_Token() {
+	server, client := exampleServer()
+	defer server.Close()
+	defer client.Close()
+	locker := distlock.NewRedis(client, distlock.RedisOptions{TTL: time.Second, RenewEvery: -1})
+	defer locker.Close()
+	ctx := context.Background()
+	const seat = "{screening-42}:C7"
+
+	// seats is the storage: for each seat, its holder and the highest
+	// fencing token a write has carried.
+	type row struct {
+		customer string
+		token    int64
+	}
+	seats := map[string]row{}
+	write := func(customer string, token int64) {
+		if token <= seats[seat].token {
+			fmt.Printf("%s writes with token %d: refused, the seat has seen %d\n", customer, token, seats[seat].token)
+			return
+		}
+		seats[seat] = row{customer, token}
+		fmt.Printf("%s writes with token %d: ok\n", customer, token)
+	}
+
+	ann, _ := locker.Obtain(ctx, seat)
+	server.FastForward(2 * time.Second) // ann pauses; her lease runs out
+	bob, err := locker.Obtain(ctx, seat)
+	fmt.Println("bob obtains:", err)
+	write("bob", bob.Token(seat))
+	write("ann", ann.Token(seat)) // ann wakes up and writes without checking
+	fmt.Println("C7 belongs to", seats[seat].customer)
+	_ = bob.Release(ctx)
+	_ = ann.Release(ctx)
+	// Output:
+	// bob obtains: <nil>
+	// bob writes with token 2: ok
+	// ann writes with token 1: refused, the seat has seen 2
+	// C7 belongs to bob
 }

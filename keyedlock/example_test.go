@@ -125,3 +125,34 @@ func ExampleMutex_Do() {
 	// Output:
 	// true 0
 }
+
+// The interleaving that breaks keyedlock/naive, replayed on Mutex: A
+// holds C7, B waits for it, A unlocks and B takes over. Then C comes. The
+// naive mutex had deleted C7's entry on A's Unlock, so C found no lock and
+// got in beside B. Mutex keeps an entry while anybody holds or waits for
+// it, so C has to wait for B. Workshop lab 3 runs this next to the naive
+// mutex's test.
+func ExampleMutex_naiveUnlock() {
+	var seats keyedlock.Mutex
+	ctx := context.Background()
+
+	_ = seats.Lock(ctx, "C7") // A holds C7
+	bHolds := make(chan struct{})
+	go func() {
+		_ = seats.Lock(ctx, "C7") // B waits for A
+		close(bHolds)
+	}()
+	time.Sleep(10 * time.Millisecond) // let B start waiting (the output is the same if it has not)
+	seats.Unlock("C7")                // A is done: B takes over
+	<-bHolds
+
+	fmt.Println("C gets C7 while B holds it:", seats.TryLock("C7"))
+	fmt.Println("keys locked:", seats.Len())
+	seats.Unlock("C7") // B is done
+	fmt.Println("C gets C7 after B:", seats.TryLock("C7"))
+	seats.Unlock("C7")
+	// Output:
+	// C gets C7 while B holds it: false
+	// keys locked: 1
+	// C gets C7 after B: true
+}

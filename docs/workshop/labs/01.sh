@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Lab 1 (docs/workshop/01-race.md): no lock, no guard, a payment delay,
+# hot seats: loadgen must report double bookings, and the map must show
+# fewer bookings than customers were promised.
+set -eu
+cd "$(dirname "$0")/../../.."
+source docs/workshop/labs/lib.sh
+trap 'lab_cleanup; rm -rf "$LAB_DIR"' EXIT
+lab_check_sync docs/workshop/labs/01.sh docs/workshop/01-race.md
+
+lab_build # lab
+DB=$(lab_db) # lab
+API=$(lab_start api DATABASE_URL="$DB" DEMO_MODE=true) # lab
+
+"$BIN/loadgen" -targets "$API" -scenario hot -seats 4 -clients 16 -requests 400 -lock none -guard off -payment-delay 20ms | tee "$LAB_DIR/race.txt" # lab
+lab_expect "$LAB_DIR/race.txt" '^double-booked seats +[1-9]' "double-booked seats > 0"
+lab_expect "$LAB_DIR/race.txt" '^result +FAILED' "result FAILED"
+
+SCREENING=$(awk '/^screenings/ { print $2 }' "$LAB_DIR/race.txt") # lab
+curl -s "$API/v1/screenings/$SCREENING/seats" | jq -c '.seats[] | select(.status == "booked") | {id, booking_id}' | tee "$LAB_DIR/map.txt" # lab
+lab_expect "$LAB_DIR/map.txt" '"id":"A1","booking_id":"' "A1 booked by exactly one booking on the map"
+[ "$(wc -l <"$LAB_DIR/map.txt")" -eq 4 ] || { echo "FAIL: want 4 booked seats on the map" >&2; exit 1; }
+
+# Exercise: the same run without the payment delay.
+"$BIN/loadgen" -targets "$API" -scenario hot -seats 4 -clients 16 -requests 400 -lock none -guard off -payment-delay 0s | tee "$LAB_DIR/nodelay.txt" # lab
+lab_expect "$LAB_DIR/nodelay.txt" '^double-booked seats +[0-9]+' "a report without delay (any count)"
+echo "lab 1 passed"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Lab 5 (docs/workshop/05-redis-lock.md): the Redis lock built step by
+# step against the real Redis, each step's failure shown; then distlock's
+# examples.
+set -eu
+cd "$(dirname "$0")/../../.."
+source docs/workshop/labs/lib.sh
+trap 'lab_cleanup; rm -rf "$LAB_DIR"' EXIT
+lab_check_sync docs/workshop/labs/05.sh docs/workshop/05-redis-lock.md
+
+echo "$REDIS_URL" # lab
+go run ./docs/workshop/redisteps/step1-setnx | tee "$LAB_DIR/1.txt" # lab
+lab_expect "$LAB_DIR/1.txt" '^B: SETNX false$' "B cannot take the key"
+lab_expect "$LAB_DIR/1.txt" 'never expires \(TTL -1\): true' "and it never expires"
+
+go run ./docs/workshop/redisteps/step2-expire | tee "$LAB_DIR/2.txt" # lab
+lab_expect "$LAB_DIR/2.txt" 'never expires \(TTL -1\): true' "a crash between SETNX and EXPIRE"
+
+go run ./docs/workshop/redisteps/step3-set-nx-px | tee "$LAB_DIR/3.txt" # lab
+lab_expect "$LAB_DIR/3.txt" '^C: SET NX PX true$' "C gets in beside B"
+
+go run ./docs/workshop/redisteps/step4-token | tee "$LAB_DIR/4.txt" # lab
+lab_expect "$LAB_DIR/4.txt" '^C: SET NX PX with its token true$' "GET-then-DEL lets C in beside B"
+
+go run ./docs/workshop/redisteps/step5-lua | tee "$LAB_DIR/5.txt" # lab
+lab_expect "$LAB_DIR/5.txt" '^A: release script deleted 0 key$' "A's late release deletes nothing"
+lab_expect "$LAB_DIR/5.txt" '^C: SET NX PX with its token false$' "C stays out"
+
+cat distlock/release.lua # lab
+go test -count=1 -run 'Example$|ExampleRedis_TryObtain' -v ./distlock | tee "$LAB_DIR/examples.txt" # lab
+lab_expect "$LAB_DIR/examples.txt" '^ok ' "distlock examples pass"
+echo "lab 5 passed"

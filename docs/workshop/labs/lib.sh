@@ -1,0 +1,176 @@
+# lib.sh: the few shell functions every lab uses. Source it from the
+# repository root, in your terminal as in the lab scripts:
+#
+#   source docs/workshop/labs/lib.sh
+#
+# It sets, unless already set:
+#   LAB_DIR    a scratch directory: binaries, logs, pids, reports
+#   BIN        where lab_build puts api and loadgen ($LAB_DIR/bin)
+#   REDIS_URL  the Redis every instance shares (TEST_REDIS_URL, else local)
+#   PG_URL     the Postgres server lab_db creates databases on
+#              (DATABASE_URL, else TEST_DATABASE_URL, else local)
+# and defines:
+#   lab_build              build cmd/api and cmd/loadgen into $BIN
+#   lab_db                 create a fresh, empty database; print its URL
+#   lab_start NAME [VAR=value ...]
+#                          start $BIN/api with ADDR=127.0.0.1:0 and the given
+#                          settings, wait until it answers, print its URL
+#   lab_pid NAME           the process id of instance NAME
+#   lab_redis              start a private redis-server on a free port; print its URL
+#   lab_zookeeper          start a ZooKeeper server if installed; print host:port
+#   lab_cleanup            stop everything started above, drop the databases
+#
+# It changes no shell option: the lab scripts set -eu themselves, and your
+# interactive shell stays as it was.
+
+LAB_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+LAB_DIR=${LAB_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/seatlock-lab.XXXXXX")}
+BIN=${BIN:-$LAB_DIR/bin}
+REDIS_URL=${REDIS_URL:-${TEST_REDIS_URL:-redis://127.0.0.1:6379/0}}
+PG_URL=${PG_URL:-${DATABASE_URL:-${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}}}
+export LAB_DIR BIN REDIS_URL PG_URL
+mkdir -p "$LAB_DIR"
+
+lab_build() {
+	mkdir -p "$BIN"
+	[ -x "$BIN/api" ] && [ -x "$BIN/loadgen" ] && [ -n "${LAB_PREBUILT:-}" ] && return 0
+	(cd "$LAB_REPO" && go build -o "$BIN/api" ./cmd/api && go build -o "$BIN/loadgen" ./cmd/loadgen)
+}
+
+lab_db() {
+	local name url
+	name="seatlock_lab_$$_$RANDOM"
+	psql "$PG_URL" -qc "create database $name" >/dev/null || return 1
+	echo "$name" >>"$LAB_DIR/databases"
+	url=$(sed -E "s#/[^/?]+(\?|$)#/$name\1#" <<<"$PG_URL")
+	echo "$url"
+}
+
+lab_start() {
+	local name=$1 log addr
+	shift
+	log="$LAB_DIR/$name.log"
+	env REDIS_URL="$REDIS_URL" "$@" ADDR=127.0.0.1:0 "$BIN/api" >"$log" 2>&1 </dev/null &
+	echo "$! $name" >>"$LAB_DIR/pids"
+	for _ in $(seq 300); do
+		addr=$(grep -o 'listening on http://[0-9.:]*' "$log" | head -n 1 | sed 's/listening on //')
+		if [ -n "$addr" ] && curl -fsS "$addr/healthz" >/dev/null 2>&1; then
+			echo "$addr"
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "lab_start: $name did not start; its log:" >&2
+	cat "$log" >&2
+	return 1
+}
+
+lab_pid() {
+	awk -v n="$1" '$2 == n { print $1 }' "$LAB_DIR/pids" | tail -n 1
+}
+
+# lab_free_port prints a TCP port of 127.0.0.1 that nothing listens on.
+lab_free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 30000))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+	done
+}
+
+lab_redis() {
+	local port pid
+	# A port found free can be taken before redis-server binds it: then the
+	# server exits at once, and another port is tried.
+	for _ in 1 2 3; do
+		port=$(lab_free_port)
+		redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+			>"$LAB_DIR/redis-$port.log" 2>&1 </dev/null &
+		pid=$!
+		echo "$pid redis-$port" >>"$LAB_DIR/pids"
+		for _ in $(seq 150); do
+			redis-cli -p "$port" ping >/dev/null 2>&1 && { echo "redis://127.0.0.1:$port/0"; return 0; }
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		echo "lab_redis: redis-server did not start on $port:" >&2
+		tail -n 3 "$LAB_DIR/redis-$port.log" >&2
+	done
+	return 1
+}
+
+lab_zookeeper() {
+	local port dir
+	if ! [ -f /usr/share/java/zookeeper.jar ] || ! command -v java >/dev/null; then
+		echo "lab_zookeeper: ZooKeeper is not installed (apt-get install zookeeper)" >&2
+		return 1
+	fi
+	port=$(lab_free_port)
+	dir="$LAB_DIR/zk-$port"
+	mkdir -p "$dir"
+	printf 'tickTime=500\ndataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=ruok\n' \
+		"$dir/data" "$port" >"$dir/zoo.cfg"
+	java -Xmx256m -XX:+UseSerialGC -cp /usr/share/java/zookeeper.jar \
+		org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" >"$dir/server.log" 2>&1 </dev/null &
+	echo "$! zookeeper-$port" >>"$LAB_DIR/pids"
+	for _ in $(seq 150); do
+		[ "$( (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf ruok >&3 && timeout 1 cat <&3) 2>/dev/null)" = imok ] &&
+			{ echo "127.0.0.1:$port"; return 0; }
+		sleep 0.2
+	done
+	echo "lab_zookeeper: ZooKeeper did not start on $port" >&2
+	return 1
+}
+
+lab_cleanup() {
+	local pid name
+	if [ -f "$LAB_DIR/pids" ]; then
+		# API instances first, with SIGTERM so that they drain and release
+		# their locks; a stopped (SIGSTOP) one is continued first.
+		while read -r pid name; do
+			kill -CONT "$pid" 2>/dev/null || true
+			kill -TERM "$pid" 2>/dev/null || true
+		done <"$LAB_DIR/pids"
+		while read -r pid name; do
+			for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+			kill -KILL "$pid" 2>/dev/null || true
+		done <"$LAB_DIR/pids"
+		rm -f "$LAB_DIR/pids"
+	fi
+	if [ -f "$LAB_DIR/databases" ]; then
+		while read -r name; do
+			psql "$PG_URL" -qc "drop database if exists $name with (force)" >/dev/null 2>&1 || true
+		done <"$LAB_DIR/databases"
+		rm -f "$LAB_DIR/databases"
+	fi
+}
+
+# lab_check_sync fails when a line of the lab script that ends in "# lab" is
+# not, word for word, a line of the lab's text: the text shows exactly the
+# commands the script runs.
+lab_check_sync() {
+	local script=$1 text=$2 line missing=0
+	while IFS= read -r line; do
+		line=$(sed -E 's/[[:space:]]*# lab$//; s/^[[:space:]]+//' <<<"$line")
+		if ! sed -E 's/^[[:space:]]+//' "$text" | grep -qxF -- "$line"; then
+			echo "not in $(basename "$text"): $line" >&2
+			missing=1
+		fi
+	done < <(grep -E '# lab$' "$script")
+	return $missing
+}
+
+# lab_expect FILE REGEX [WHAT] fails, showing FILE, when no line matches.
+lab_expect() {
+	if ! grep -qE -- "$2" "$1"; then
+		echo "FAIL: ${3:-expected /$2/} in $1:" >&2
+		cat "$1" >&2
+		return 1
+	fi
+	echo "ok: ${3:-$2}"
+}
+
+# lab_number FILE LABEL prints the first number after LABEL in a loadgen report.
+lab_number() {
+	grep -E "^$2 " "$1" | head -n 1 | sed -E "s/^$2 +([0-9.]+).*/\1/"
+}
