@@ -353,6 +353,14 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 		return Confirmation{}, err
 	}
 	if len(taken) > 0 {
+		// Without a lock (LockNone), a request with the same key may have
+		// written between the replay check above and this one: its seats
+		// are the ones taken, and the right answer is its confirmation.
+		if idem != nil {
+			if c, ok, err := s.replay(ctx, s.store, sc.ID, idem); ok || err != nil {
+				return c, err
+			}
+		}
 		return Confirmation{}, &SeatsTakenError{Seats: taken}
 	}
 	if err := pay(ctx, sc.PaymentDelay, lease); err != nil {
