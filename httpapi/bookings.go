@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 
 	"github.com/seatlock/seatlock/reservation"
 )
@@ -82,10 +83,27 @@ func idempotencyKey(c *gin.Context) (string, bool) {
 	return key, true
 }
 
+// bookingID returns the booking id of the path. The server issues ids in
+// the canonical form of a uuid only; any other spelling of one (upper case,
+// braces, "urn:uuid:", no hyphens) is answered 404 here, so that every
+// store sees the same ids and none is handed a form it cannot parse.
+func bookingID(c *gin.Context) (string, bool) {
+	id := c.Param("id")
+	if u, err := uuid.Parse(id); err != nil || u.String() != id {
+		respondCode(c, http.StatusNotFound, codeNotFound, "no such booking")
+		return "", false
+	}
+	return id, true
+}
+
 // handleBookingGet answers a booking, without its token.
 func handleBookingGet(svc *reservation.Service) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		b, err := svc.Booking(c.Request.Context(), c.Param("id"))
+		id, ok := bookingID(c)
+		if !ok {
+			return
+		}
+		b, err := svc.Booking(c.Request.Context(), id)
 		if err != nil {
 			respondErr(c, err)
 			return
@@ -100,6 +118,10 @@ func handleBookingGet(svc *reservation.Service) gin.HandlerFunc {
 // token, 403 for a wrong one and 404 for an unknown booking.
 func handleBookingCancel(svc *reservation.Service) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		id, ok := bookingID(c)
+		if !ok {
+			return
+		}
 		token, ok := bearerToken(c.Request)
 		if !ok {
 			token = c.GetHeader("X-Booking-Token")
@@ -107,7 +129,7 @@ func handleBookingCancel(svc *reservation.Service) gin.HandlerFunc {
 		if token == "" {
 			token = c.Query("token")
 		}
-		if err := svc.Cancel(c.Request.Context(), c.Param("id"), token); err != nil {
+		if err := svc.Cancel(c.Request.Context(), id, token); err != nil {
 			respondErr(c, err)
 			return
 		}

@@ -23,6 +23,14 @@ const maxBodyBytes = 64 << 10
 // field. On failure it answers 400 (or 413 for a body over maxBodyBytes)
 // and returns false.
 func decodeJSON(c *gin.Context, v any) bool {
+	if c.Request.ContentLength > maxBodyBytes {
+		// Refused before reading: a client that announces a huge body and
+		// sends it slowly (or never) must not hold the connection until
+		// the server's read timeout.
+		respondCode(c, http.StatusRequestEntityTooLarge, codeTooLarge,
+			fmt.Sprintf("request body is larger than %d bytes", maxBodyBytes))
+		return false
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBodyBytes))
 	var tooLarge *http.MaxBytesError
 	switch {

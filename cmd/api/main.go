@@ -58,20 +58,43 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 }
 
-// Timeouts of the HTTP server. A booking may legitimately take the lock
-// wait plus a payment delay of up to a minute, so writes get longer than
-// that; headers and bodies, which are small, get little.
-const (
-	readHeaderTimeout = 5 * time.Second
-	readTimeout       = 15 * time.Second
-	idleTimeout       = 2 * time.Minute
-	maxHeaderBytes    = 32 << 10
-	writeMargin       = 15 * time.Second
-)
+// serverLimits are what the HTTP server grants a client: how long it may
+// take to send its headers and its whole request, how long a kept-alive
+// connection may sit idle, and how large the headers may be. Without them
+// a client that opens connections and sends nothing (or one byte a second)
+// would hold a goroutine and a file descriptor each, for ever.
+type serverLimits struct {
+	readHeader     time.Duration
+	read           time.Duration
+	idle           time.Duration
+	maxHeaderBytes int
+}
+
+// defaultLimits are the limits of the real server. A booking may
+// legitimately take the lock wait plus a payment delay of up to a minute,
+// so writes get longer than that (see run); headers and bodies, which are
+// small, get little.
+func defaultLimits() serverLimits {
+	return serverLimits{
+		readHeader:     5 * time.Second,
+		read:           15 * time.Second,
+		idle:           2 * time.Minute,
+		maxHeaderBytes: 32 << 10,
+	}
+}
+
+// writeMargin is what the write timeout adds to the longest booking.
+const writeMargin = 15 * time.Second
 
 // run is the whole program; main only hands it the process's environment.
 // It returns when ctx ends (after a graceful shutdown) or the server fails.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return runWith(ctx, args, getenv, stdout, stderr, defaultLimits())
+}
+
+// runWith is run with the server's limits given, so that tests can check
+// them in a second rather than in minutes.
+func runWith(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, limits serverLimits) error {
 	cfg, err := parseConfig(args, getenv, stderr)
 	if err != nil {
 		return err
@@ -122,11 +145,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			AdminToken: cfg.AdminToken,
 			Events:     hub,
 		}),
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
+		ReadHeaderTimeout: limits.readHeader,
+		ReadTimeout:       limits.read,
 		WriteTimeout:      cfg.LockWait + reservation.MaxPaymentDelay + writeMargin,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
+		IdleTimeout:       limits.idle,
+		MaxHeaderBytes:    limits.maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
