@@ -70,6 +70,10 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics 
 	if err != nil {
 		return nil, errors.New("REDIS_URL is not a valid Redis URL")
 	}
+	// One dial attempt per command: go-redis's default (five, 100 ms
+	// apart, for each of three command retries) turns a Redis outage into
+	// seconds of waiting per booking, where a prompt 503 is the answer.
+	opts.DialerRetries = 1
 	client := redis.NewClient(opts)
 	b.closers = append(b.closers, client.Close)
 	b.lockHealth = func(ctx context.Context) error { return client.Ping(ctx).Err() }
