@@ -1,0 +1,56 @@
+// Package faults holds the fault tests of seatlock: real API processes on a
+// real Redis and a real Postgres, and something going wrong on purpose
+// while bookings are in flight. It has no code of its own, only tests; the
+// figures they produce are in docs/reliability.md.
+//
+// Each test builds nothing but what it needs: TestMain builds cmd/api once,
+// every test starts instances as child processes on 127.0.0.1:0, and kills
+// every process it started when it ends. Outages use servers of their own
+// (a redis-server and a Postgres cluster started by the test), never the
+// machine's shared ones.
+//
+//	TEST_REDIS_URL=redis://127.0.0.1:6379/0 \
+//	TEST_DATABASE_URL='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
+//	go test -race -v ./faults/
+//
+// # What each fault shows
+//
+// TestHolderCrash: a lock held by a process that dies is not freed by the
+// death; nobody is there to release it. The lease is what frees it: the
+// seats stay locked until the TTL runs out, then another instance books
+// them. The booking that died wrote nothing, since a multi-seat booking
+// is one transaction written after the payment; so the seats are free or
+// booked, never half.
+//
+// TestHolderPause: Martin Kleppmann's argument, run. A process stopped
+// (SIGSTOP, a GC pause, a frozen VM) past its lease wakes up believing
+// it holds the lock. When it wakes in its payment, its watchdog usually
+// notices first and the booking aborts; but when the pause falls between
+// its last check and the write landing (the test holds its write in a
+// proxy to make that certain), only the database can stop the stale
+// write. With guard=fence it does: the seat must be free, and the lock's
+// fencing token must be newer than the seat's last one. With guard=off
+// the stale write wins and the seat is confirmed to two customers. The
+// lesson: a lease-based lock alone is an efficiency device; the fenced
+// write is what makes it safe.
+//
+// TestLostLock: the lock key vanishes (deleted, or an expiry) while the
+// booking pays. The watchdog's next renewal finds the key gone, closes the
+// lease's Lost channel, and the booking stops before it writes: 409
+// lock_lost, the seats free. It notices at the next renewal (every TTL/3),
+// not at once.
+//
+// TestRedisOutage and TestPostgresOutage: a backend that dies under load
+// makes bookings fail at once with 503 unavailable, not after waiting out
+// LOCK_WAIT for a lock that cannot be had, and makes /readyz answer 503
+// so that a load balancer stops sending bookings. Nothing is booked that
+// nobody was told of, and when the backend returns the same process books
+// again, with no restart. Every answer is checked against the final seat
+// map: no seat confirmed twice, no confirmed booking missing.
+//
+// TestLoad (only with SEATLOCK_LOAD_BOOKINGS set to a count of bookings):
+// the real loadgen binary against three instances, every scenario under
+// every safe strategy with a shared lock service (keyed+redis, redis,
+// postgres, file), with loadgen's verifier and its porcupine
+// linearizability check required to find nothing.
+package faults

@@ -1,0 +1,178 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisServer is a private redis-server on a port of its own, a child
+// process of the test: killing it is an outage nobody else notices. Its
+// data is kept in an append-only file written on every command, so that a
+// restart brings back the fence counters, as a production Redis that
+// fencing relies on must (see the distlock package comment).
+type redisServer struct {
+	port int
+	dir  string
+	url  string
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
+}
+
+// startRedis starts a private redis-server, and kills it when t ends. It
+// skips t when redis-server is not installed (fails under
+// REQUIRE_INTEGRATION=1).
+func startRedis(t *testing.T) *redisServer {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		unavailable(t, "redis-server is not installed (apt-get install redis-server)")
+	}
+	r := &redisServer{port: freePort(t), dir: t.TempDir()}
+	r.url = fmt.Sprintf("redis://127.0.0.1:%d/0", r.port)
+	r.start(t)
+	t.Cleanup(func() { r.kill(t) })
+	return r
+}
+
+// start runs redis-server on the server's port and waits until it answers.
+func (r *redisServer) start(t *testing.T) {
+	t.Helper()
+	r.cmd = exec.Command("redis-server",
+		"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
+		"--save", "", "--appendonly", "yes", "--appendfsync", "always")
+	if err := r.cmd.Start(); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	done := make(chan struct{})
+	cmd := r.cmd
+	// Owned by the server: kill waits for done.
+	go func() { _ = cmd.Wait(); close(done) }()
+	r.done = done
+	c := r.client(t)
+	waitFor(t, 10*time.Second, "private redis-server answers PING", func() bool {
+		return c.Ping(context.Background()).Err() == nil
+	})
+}
+
+// kill ends redis-server with SIGKILL, the way a crash would, and waits.
+func (r *redisServer) kill(t *testing.T) {
+	t.Helper()
+	if r.cmd == nil {
+		return
+	}
+	_ = r.cmd.Process.Kill()
+	select {
+	case <-r.done:
+	case <-time.After(10 * time.Second):
+		t.Errorf("redis-server pid %d did not exit after SIGKILL", r.cmd.Process.Pid)
+	}
+	r.cmd = nil
+}
+
+// client returns a go-redis client of the server, closed when t ends.
+func (r *redisServer) client(t *testing.T) *redis.Client {
+	t.Helper()
+	return redisClient(t, r.url)
+}
+
+// redisClient returns a go-redis client of url, closed when t ends.
+func redisClient(t *testing.T, url string) *redis.Client {
+	t.Helper()
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// pgCluster is a private Postgres cluster (initdb, pg_ctl), on a port and
+// in a directory of its own: stopping it is an outage that the machine's
+// shared Postgres and the tests using it never see.
+type pgCluster struct {
+	bin  string // directory of initdb, pg_ctl
+	dir  string // owned by the postgres user
+	port int
+	url  string
+}
+
+// startPostgres creates and starts a private cluster, and stops it and
+// removes its files when t ends. It skips t when initdb is not installed
+// (fails under REQUIRE_INTEGRATION=1). The server runs as the postgres
+// user, since Postgres refuses to run as root.
+func startPostgres(t *testing.T) *pgCluster {
+	t.Helper()
+	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	if len(bins) == 0 {
+		unavailable(t, "no /usr/lib/postgresql/*/bin/initdb (apt-get install postgresql)")
+	}
+	c := &pgCluster{bin: filepath.Dir(bins[len(bins)-1]), port: freePort(t)}
+	dir, err := os.MkdirTemp("", "seatlock-faults-pg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.dir = dir
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if os.Geteuid() == 0 {
+		if err := exec.Command("chown", "postgres:postgres", dir).Run(); err != nil {
+			t.Fatalf("chown %s to postgres: %v", dir, err)
+		}
+	}
+	c.run(t, "initdb", "-D", filepath.Join(dir, "data"), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
+	c.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port)
+	c.start(t)
+	t.Cleanup(func() { c.stop(t) })
+	return c
+}
+
+// run runs one of the cluster's programs, as the postgres user when the
+// test runs as root.
+func (c *pgCluster) run(t *testing.T, prog string, args ...string) {
+	t.Helper()
+	path := filepath.Join(c.bin, prog)
+	var cmd *exec.Cmd
+	if os.Geteuid() == 0 {
+		cmd = exec.Command("runuser", append([]string{"-u", "postgres", "--", path}, args...)...)
+	} else {
+		cmd = exec.Command(path, args...)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", prog, args, err, out)
+	}
+}
+
+// start starts the server and waits until it accepts connections (-w).
+func (c *pgCluster) start(t *testing.T) {
+	t.Helper()
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100", c.port, c.dir)
+	c.run(t, "pg_ctl", "-D", filepath.Join(c.dir, "data"), "-l", filepath.Join(c.dir, "log"), "-o", opts, "-w", "-t", "60", "start")
+}
+
+// stop stops the server at once, without a checkpoint: the nearest thing
+// to pulling its plug that leaves the machine up. Stopping a stopped
+// server does nothing.
+func (c *pgCluster) stop(t *testing.T) {
+	t.Helper()
+	data := filepath.Join(c.dir, "data")
+	if _, err := os.Stat(filepath.Join(data, "postmaster.pid")); err != nil {
+		return
+	}
+	c.run(t, "pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
+}
+
+// unavailable skips t, or fails it under REQUIRE_INTEGRATION=1.
+func unavailable(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("REQUIRE_INTEGRATION") == "1" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
+}
