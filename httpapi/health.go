@@ -66,6 +66,6 @@ func handleNoRoute() gin.HandlerFunc {
 // handleNoMethod answers a known path with a method it does not take.
 func handleNoMethod() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		respondCode(c, http.StatusMethodNotAllowed, codeMethodNotAllowed, "method "+clip(c.Request.Method, 16)+" is not allowed on this route")
+		respondCode(c, http.StatusMethodNotAllowed, codeMethodNotAllowed, "this method is not allowed on this route")
 	}
 }
