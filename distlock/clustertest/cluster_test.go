@@ -2,27 +2,17 @@ package clustertest_test
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seatlock/seatlock/internal/testenv"
 )
-
-// node is a redis-server process in cluster mode, of the test's own.
-type node struct {
-	addr   string
-	cmd    *exec.Cmd
-	exited chan struct{} // closed by the goroutine that waits for the process
-
-	stopOnce sync.Once
-}
 
 // startCluster starts three masters on free ports, joins them into a
 // cluster with redis-cli (slots split in three ranges, no replicas), waits
@@ -30,11 +20,7 @@ type node struct {
 // ends. It returns the nodes' addresses.
 func startCluster(t testing.TB) []string {
 	t.Helper()
-	server, err := exec.LookPath("redis-server")
-	if err == nil {
-		_, err = exec.LookPath("redis-cli")
-	}
-	if err != nil {
+	if _, err := exec.LookPath("redis-cli"); err != nil {
 		msg := "redis-server and redis-cli are needed (apt-get install redis-server): " + err.Error()
 		if os.Getenv("REQUIRE_INTEGRATION") == "1" {
 			t.Fatal(msg)
@@ -44,7 +30,10 @@ func startCluster(t testing.TB) []string {
 
 	addrs := make([]string, 3)
 	for i := range addrs {
-		addrs[i] = startNode(t, server).addr
+		addrs[i] = testenv.StartRedisServer(t, func(port int, dir string) []string {
+			return []string{"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(testenv.FreePort(t)),
+				"--cluster-config-file", dir + "/nodes.conf"}
+		}).Addr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -57,74 +46,6 @@ func startCluster(t testing.TB) []string {
 		waitClusterOK(t, ctx, addr)
 	}
 	return addrs
-}
-
-func startNode(t testing.TB, bin string) *node {
-	t.Helper()
-	var lastErr error
-	for range 5 { // a free port can be taken by someone else before we bind it
-		port, busPort := freePort(t), freePort(t)
-		dir := t.TempDir()
-		n := &node{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), exited: make(chan struct{})}
-		n.cmd = exec.Command(bin,
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(busPort),
-			"--cluster-config-file", dir+"/nodes.conf", "--dir", dir,
-			"--save", "", "--appendonly", "no", "--daemonize", "no")
-		dieWithParent(n.cmd)
-		if err := n.cmd.Start(); err != nil {
-			t.Fatalf("start redis-server: %v", err)
-		}
-		go func() { // stop waits for it
-			_ = n.cmd.Wait()
-			close(n.exited)
-		}()
-		t.Cleanup(n.stop)
-		if lastErr = n.waitReady(); lastErr == nil {
-			return n
-		}
-		n.stop()
-	}
-	t.Fatalf("redis-server did not start: %v", lastErr)
-	return nil
-}
-
-// freePort returns a TCP port that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func (n *node) waitReady() error {
-	c := redis.NewClient(&redis.Options{Addr: n.addr, MaxRetries: -1})
-	defer c.Close()
-	var err error
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err = c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-n.exited:
-			return fmt.Errorf("%s: redis-server exited: %w", n.addr, err)
-		default:
-		}
-	}
-	return fmt.Errorf("%s: %w", n.addr, err)
-}
-
-func (n *node) stop() {
-	n.stopOnce.Do(func() {
-		_ = n.cmd.Process.Kill()
-		<-n.exited
-	})
 }
 
 // waitClusterOK waits until the node at addr sees every slot served.

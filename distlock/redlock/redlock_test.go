@@ -51,7 +51,7 @@ func TestConformance(t *testing.T) {
 			lockKey := redlock.New(clients(t, servers), redlock.Options{}).LockKeyForTest(key)
 			for _, s := range servers {
 				if n, err := s.client(t).Del(t.Context(), lockKey).Result(); err != nil || n != 1 {
-					t.Fatalf("delete %s on %s = %d, %v; want 1, nil", lockKey, s.addr, n, err)
+					t.Fatalf("delete %s on %s = %d, %v; want 1, nil", lockKey, s.Addr, n, err)
 				}
 			}
 		},
