@@ -29,18 +29,27 @@
 // A Mutex instead counts references: an entry stays in its map while it
 // has a holder or a waiter, and only the last one to leave deletes it. The
 // count is not a number but the entry itself, which exists exactly while
-// the key has a holder, plus the queue of waiters it carries.
+// the key has a holder or a waiter, and carries the queue of waiters.
 //
-// # Fairness: first come, first served
+// # Fairness: no waiter starves
 //
-// Waiters for a key are served in the order they arrived. Unlock does not
-// free the key and let the waiters race for it; it hands the key straight
-// to the oldest waiter, so a goroutine that arrives later, or that has just
-// unlocked and locks again at once, cannot take it first ("barging"). No
-// waiter is starved. The price is that a hot key changes hands on every
-// Unlock, which costs a goroutine switch; sync.Mutex lets the running
-// goroutine take the lock back and is faster on a hot key, but can keep a
-// waiter waiting for up to a millisecond (see docs/benchmarks-keyedlock.md).
+// Waiters for a key queue in arrival order, and Unlock wakes the oldest of
+// them. Unlock does not hand the key over, though: it frees the key, and
+// the woken waiter takes it when it runs, unless a goroutine that locks
+// the key in that instant, often the one that has just unlocked it, gets
+// there first ("barging"). The waiter that lost keeps its place at the
+// front of the queue. This is what sync.Mutex does, and for the same
+// reason: waking a goroutine takes microseconds, and a key that changed
+// hands on every Unlock would cost that switch on every operation, while
+// the goroutine already running can take the key back at once.
+//
+// Barging alone could keep one waiter waiting for ever behind a stream of
+// goroutines that each lock the key the moment it is freed. So a waiter
+// that loses the race after waiting longer than a millisecond is marked
+// starving, and the next Unlock hands the key straight to it: from then on
+// it is the holder, and nobody can take the key in between. With holds
+// longer than that, like a seat held during a payment, a waiter is
+// overtaken at most once; only short holds are barged in on often.
 //
 // # Contexts
 //
@@ -50,7 +59,8 @@
 // the waiter then owns the key without knowing it. Lock checks for that and
 // passes the key on to the next waiter, exactly as Unlock would, before it
 // returns the context's error. Dropping it instead would leave the key
-// locked by nobody, for ever.
+// locked by nobody, for ever. Likewise a waiter woken to take a free key
+// whose context ends passes the wake-up to the next waiter.
 //
 // # Several keys
 //
@@ -63,8 +73,8 @@
 // # Cost
 //
 // Locking and unlocking a key nobody else wants allocates nothing: the map
-// stores each key's queue by value, and waiter records are recycled through
-// a sync.Pool. All keys share one short internal mutex that guards the map;
+// stores each key's state and queue by value, and waiter records are
+// recycled through a sync.Pool. All keys share one short internal mutex that guards the map;
 // it is never held while a key is held or waited for. Like any Go map, the
 // internal map does not shrink, so its memory follows the largest number of
 // keys ever locked at the same time, not the number of keys ever used.

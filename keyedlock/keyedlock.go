@@ -5,54 +5,82 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 )
+
+// starvationThreshold is how long a waiter may lose the race for a freed
+// key to goroutines that arrive later before Unlock starts handing the key
+// straight to it. sync.Mutex uses the same figure.
+const starvationThreshold = time.Millisecond
 
 // Mutex is a set of mutual-exclusion locks, one per key. A key's lock is
 // created when the key is first locked and removed when its last holder or
 // waiter leaves, so a Mutex holds memory only for keys in use.
 //
 // Keys never share a lock: a goroutine waiting for one key never waits for
-// the holder of another. Waiters for one key are served in arrival order.
+// the holder of another. Waiters for one key are woken in arrival order,
+// but a goroutine that locks a key at the instant it is freed may take it
+// before the woken waiter runs. No waiter starves: one that has been kept
+// waiting for over a millisecond is handed the key by the next Unlock (see
+// the package documentation on fairness).
 //
 // The zero value is an unlocked Mutex ready to use. A Mutex must not be
 // copied after first use.
 type Mutex struct {
-	// mu guards keys and, for every queued waiter, its links and its
-	// granted flag. It is held only for a few map operations, never while a
-	// key is held or waited for: that is why two keys never wait for each
-	// other's holders, even though they share mu for a few nanoseconds.
+	// mu guards keys, and the fields of every queued waiter. It is held
+	// only for a few map operations, never while a key is held or waited
+	// for: that is why two keys never wait for each other's holders, even
+	// though they share mu for a few nanoseconds.
 	mu sync.Mutex
 
-	// keys has an entry for exactly the keys that have a holder. The entry
-	// is the key's reference count in disguise: one holder plus the
-	// goroutines in its queue. Invariant, whenever mu is free: the entry
-	// exists if and only if exactly one goroutine owns the key (perhaps a
-	// waiter that has been handed the key and is not running yet).
-	keys map[string]queue
+	// keys has an entry for exactly the keys that have a holder or a
+	// waiter: the entry is the key's reference count in disguise. Whenever
+	// mu is free: an entry that is not held has waiters, and the first of
+	// them has been woken to take the key (it holds a wake-up token, or is
+	// on its way to mu with one).
+	keys map[string]entry
 
 	// waiters recycles waiter records, so a contended Lock does not
 	// allocate either. Get returns nil when it is empty (no New func).
 	waiters sync.Pool
 }
 
-// queue is the FIFO of goroutines waiting for one held key, oldest first.
-// It is stored by value in the map, so locking a free key allocates nothing.
+// entry is the state of one key in use. It is stored by value in the map,
+// so locking a free key allocates nothing.
+type entry struct {
+	held  bool // a goroutine owns the key
+	queue      // the goroutines waiting for it, oldest first
+}
+
+// queue is a FIFO of waiters, linked through the waiters themselves.
 type queue struct {
 	head, tail *waiter
 }
 
-// waiter is one goroutine blocked in Lock.
+// waiter is one goroutine blocked in Lock. Its fields are guarded by
+// Mutex.mu.
 type waiter struct {
-	// prev and next link the key's queue; guarded by Mutex.mu.
-	prev, next *waiter
+	prev, next *waiter // links of the key's queue
 
-	// granted is set, under Mutex.mu, when Unlock hands the key to this
-	// waiter. From that moment the waiter owns the key, whether or not it
-	// is running yet, and whether or not its context has ended.
+	// since is when the waiter joined the queue, for the starvation check.
+	since time.Time
+
+	// woken is set when a wake-up token is sent on ready, and cleared when
+	// the waiter takes it. At most one token is ever on its way.
+	woken bool
+
+	// starving is set by the waiter itself when it lost the race for a
+	// freed key after waiting longer than starvationThreshold. Unlock then
+	// hands it the key directly instead of freeing it.
+	starving bool
+
+	// granted is set when Unlock handed the key to this waiter. From then
+	// on the waiter owns the key, whether or not it is running yet, and
+	// whether or not its context has ended.
 	granted bool
 
-	// ready receives exactly one token when granted is set. Its buffer of
-	// one means the handing-over Unlock never blocks.
+	// ready carries the wake-up tokens. Its buffer of one means the waking
+	// Unlock never blocks.
 	ready chan struct{}
 }
 
@@ -61,8 +89,8 @@ type waiter struct {
 // It returns nil once key is held; the caller must call Unlock(key) when
 // done. If ctx ends first (or had ended already) it returns ctx.Err(), and
 // then holds nothing and leaves nothing behind: the waiter leaves the
-// queue, or, if the key was handed to it at the same moment, hands it on to
-// the next waiter.
+// queue, and if the key had been handed to it at that very moment, it
+// hands it on as Unlock would.
 func (m *Mutex) Lock(ctx context.Context, key string) error {
 	done := ctx.Done()
 	select {
@@ -75,47 +103,51 @@ func (m *Mutex) Lock(ctx context.Context, key string) error {
 	if w == nil {
 		return nil
 	}
-	if done == nil { // a context that never ends: a plain receive is cheaper than select
-		<-w.ready
-		m.putWaiter(w)
-		return nil
-	}
-	select {
-	case <-w.ready:
-		m.putWaiter(w)
-		return nil
-	case <-done:
-		m.abandon(key, w)
-		return ctx.Err()
+	for {
+		if done == nil { // a context that never ends: a plain receive is cheaper than select
+			<-w.ready
+		} else {
+			select {
+			case <-w.ready:
+			case <-done:
+				m.abandon(key, w)
+				return ctx.Err()
+			}
+		}
+		if m.wake(key, w) {
+			return nil
+		}
 	}
 }
 
-// TryLock takes key if it is free and reports whether it did. It never
-// waits, and never jumps the queue: a key with a holder is not free, however
-// soon it will be handed on.
+// TryLock takes key if nobody holds it and reports whether it did. It
+// never waits. Like Lock, it may take a key that was just freed while the
+// waiter woken for it is still on its way.
 func (m *Mutex) TryLock(key string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, held := m.keys[key]; held {
+	e := m.keys[key]
+	if e.held {
 		return false
 	}
-	m.lockFreeLocked(key)
+	m.takeLocked(key, e)
 	return true
 }
 
-// Unlock releases key. If goroutines wait for it, the oldest of them holds
-// it when Unlock returns; nobody else can take it in between.
+// Unlock releases key. If goroutines wait for it, the oldest of them is
+// woken to take it; if that one has waited too long already, it holds the
+// key when Unlock returns, and nobody else can take it in between.
 //
 // As with sync.Mutex, a locked key is not tied to a goroutine: one may lock
 // it and another unlock it. Unlock panics if key is not locked.
 func (m *Mutex) Unlock(key string) {
 	m.mu.Lock()
-	q, held := m.keys[key]
-	if !held {
+	e := m.keys[key]
+	if !e.held {
 		m.mu.Unlock() // leave m usable for whoever recovers the panic
 		panic("keyedlock: unlock of unlocked key " + strconv.Quote(key))
 	}
-	m.releaseLocked(key, q)
+	m.releaseLocked(key, e)
 	m.mu.Unlock()
 }
 
@@ -162,61 +194,120 @@ func (m *Mutex) Len() int {
 	return len(m.keys)
 }
 
-// lockOrEnqueue takes key if it is free and returns nil. Otherwise it
-// queues a waiter for key and returns it; the waiter owns key once a token
-// arrives on its ready channel.
+// lockOrEnqueue takes key if nobody holds it and returns nil. Otherwise it
+// queues a waiter for key and returns it, for Lock to wait on.
 func (m *Mutex) lockOrEnqueue(key string) *waiter {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	q, held := m.keys[key]
-	if !held {
-		m.lockFreeLocked(key)
+	e := m.keys[key]
+	if !e.held {
+		m.takeLocked(key, e)
 		return nil
 	}
 	w := m.getWaiter()
-	q.push(w)
-	m.keys[key] = q
+	w.since = time.Now()
+	e.push(w)
+	m.keys[key] = e
 	return w
 }
 
-// lockFreeLocked makes the caller the holder of a key that has none.
-// m.mu must be held.
-func (m *Mutex) lockFreeLocked(key string) {
-	if m.keys == nil {
-		m.keys = make(map[string]queue)
+// wake is what waiter w does with a wake-up token: it holds key if it was
+// handed over, or takes key if it is still free. Otherwise a later
+// goroutine took it first; w stays at the front of the queue and, if it
+// has been kept waiting too long, asks to be handed the key next time. It
+// reports whether w holds key.
+func (m *Mutex) wake(key string, w *waiter) bool {
+	m.mu.Lock()
+	w.woken = false
+	if w.granted {
+		m.mu.Unlock()
+		m.putWaiter(w)
+		return true
 	}
-	m.keys[key] = queue{}
+	e := m.keys[key] // present: w is in its queue
+	if !e.held {
+		e.held = true
+		e.remove(w)
+		m.keys[key] = e
+		m.mu.Unlock()
+		m.putWaiter(w)
+		return true
+	}
+	if time.Since(w.since) > starvationThreshold {
+		w.starving = true
+	}
+	m.mu.Unlock()
+	return false
+}
+
+// takeLocked makes the caller the holder of key, whose entry e is not held:
+// a new entry, or one whose waiters were woken to take the key but have
+// not run yet. m.mu must be held.
+func (m *Mutex) takeLocked(key string, e entry) {
+	if m.keys == nil {
+		m.keys = make(map[string]entry)
+	}
+	e.held = true
+	m.keys[key] = e
 }
 
 // releaseLocked ends the current holder's ownership of key, whose entry is
-// q: it hands key to the oldest waiter, or forgets key when nobody waits.
-// Handing over directly, rather than letting waiters race for a free key,
-// is what makes the order FIFO and keeps the entry alive while anyone
-// waits. m.mu must be held.
-func (m *Mutex) releaseLocked(key string, q queue) {
-	w := q.pop()
-	if w == nil {
+// e. With nobody waiting, key is forgotten. Otherwise the oldest waiter is
+// handed key if it is starving, or else key is freed and that waiter woken
+// to take it; a goroutine that locks key before the waiter runs may take
+// it first ("barging"), which is what keeps a busy key cheap. m.mu must be
+// held.
+func (m *Mutex) releaseLocked(key string, e entry) {
+	w := e.head
+	switch {
+	case w == nil:
 		delete(m.keys, key) // the last reference is gone
 		return
+	case w.starving:
+		e.remove(w)
+		w.granted = true // e stays held: it changes hands here
+	default:
+		e.held = false
 	}
-	m.keys[key] = q
-	w.granted = true
-	w.ready <- struct{}{} // never blocks: the buffer is empty until now
+	m.keys[key] = e
+	m.signalLocked(w)
+}
+
+// signalLocked sends w a wake-up token, unless one is on its way already.
+// m.mu must be held.
+func (m *Mutex) signalLocked(w *waiter) {
+	if !w.woken {
+		w.woken = true
+		w.ready <- struct{}{} // never blocks: the buffer is empty until now
+	}
 }
 
 // abandon takes w, whose context ended, out of key's queue. If Unlock
-// handed key to w at the same instant, w owns key and must pass it on like
+// handed key to w at the same instant, w owns key and must release it like
 // any holder: dropping it would leave the key locked for ever, with its
-// remaining waiters stuck behind nobody.
+// remaining waiters stuck behind nobody. If key is free and w was the
+// waiter woken to take it, the wake-up passes to the next waiter.
 func (m *Mutex) abandon(key string, w *waiter) {
 	m.mu.Lock()
-	q := m.keys[key] // present: w either waits behind a holder or is one
-	if w.granted {
-		<-w.ready // take the token Unlock sent, so w can be reused
-		m.releaseLocked(key, q)
-	} else {
-		q.remove(w)
-		m.keys[key] = q
+	if w.woken {
+		<-w.ready // take the token that was sent, so w can be reused
+		w.woken = false
+	}
+	e := m.keys[key] // present: w either waits for key or holds it
+	switch {
+	case w.granted:
+		m.releaseLocked(key, e)
+	default:
+		e.remove(w)
+		switch {
+		case e.held:
+			m.keys[key] = e
+		case e.head != nil:
+			m.keys[key] = e
+			m.signalLocked(e.head)
+		default:
+			delete(m.keys, key) // free, and w was its last waiter
+		}
 	}
 	m.mu.Unlock()
 	m.putWaiter(w)
@@ -252,15 +343,6 @@ func (q *queue) push(w *waiter) {
 		q.tail.next = w
 	}
 	q.tail = w
-}
-
-// pop removes and returns the front of q, or nil if q is empty.
-func (q *queue) pop() *waiter {
-	w := q.head
-	if w != nil {
-		q.remove(w)
-	}
-	return w
 }
 
 // remove unlinks w, which is in q, from wherever it stands.

@@ -17,8 +17,8 @@
 // Why the layered one? Under contention for one hot seat, N goroutines of one
 // process would each poll or subscribe to Redis for the same key. With the
 // keyed mutex in front, only one goroutine per process and seat talks to
-// Redis; the others wait in memory, which costs nothing on the network and is
-// served in arrival order.
+// Redis; the others wait in memory, which costs nothing on the network, and
+// no waiter starves (see keyedlock's notes on fairness).
 package locking
 
 import (
