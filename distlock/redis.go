@@ -238,7 +238,7 @@ type heldKey struct {
 // acquire makes one attempt to take l's keys, in one round trip, and
 // hands l to the watchdog when it succeeds. It returns which key is held
 // (index -1 when l is now held), or an error from Redis. Every attempt
-// sends the same owner token: a failed attempt wrote nothing.
+// sends the same owner token: a failed attempt leaves nothing behind.
 func (r *Redis) acquire(ctx context.Context, l *redisLock) (heldKey, error) {
 	sent := time.Now()
 	reply, err := acquireScript.Run(ctx, r.client, l.acquireKeys, l.argv[:2]...).Int64Slice()
