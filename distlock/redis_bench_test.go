@@ -47,34 +47,18 @@ func benchClient(b *testing.B) *redis.Client {
 
 // lockers returns a fresh locker of each library on its own client.
 func lockers(b *testing.B, prefix string) map[string]benchLocker {
-	ours := newRedis(b, benchClient(b), distlock.RedisOptions{TTL: benchTTL, Prefix: prefix}) // watchdog and fencing on
-	bsm := redislock.New(benchClient(b))
+	pipelined := benchClient(b)
+	ap, err := pipelined.AutoPipeline()
+	if err != nil {
+		b.Fatal(err)
+	}
 	rs := redsync.New(goredis.NewPool(benchClient(b)))
 	return map[string]benchLocker{
-		"distlock": func(ctx context.Context, key string, blocking bool) (func(context.Context) error, error) {
-			var l distlock.Lock
-			var err error
-			if blocking {
-				l, err = ours.Obtain(ctx, key)
-			} else {
-				l, err = ours.TryObtain(ctx, key)
-			}
-			if err != nil {
-				return nil, err
-			}
-			return l.Release, nil
-		},
-		"redislock": func(ctx context.Context, key string, blocking bool) (func(context.Context) error, error) {
-			opt := &redislock.Options{}
-			if blocking {
-				opt.RetryStrategy = redislock.LinearBackoff(anchorPoll)
-			}
-			l, err := bsm.Obtain(ctx, prefix+key, benchTTL, opt)
-			if err != nil {
-				return nil, err
-			}
-			return l.Release, nil
-		},
+		"distlock": distlockBench(newRedis(b, benchClient(b), distlock.RedisOptions{TTL: benchTTL, Prefix: prefix})), // watchdog and fencing on
+		"distlock+autopipeline": distlockBench(newRedis(b, autopipelined{ap, pipelined},
+			distlock.RedisOptions{TTL: benchTTL, Prefix: prefix})),
+		"redislock":              redislockBench(redislock.New(benchClient(b)), prefix),
+		"redislock+autopipeline": redislockBench(redislock.New(ap), prefix),
 		"redsync": func(ctx context.Context, key string, blocking bool) (func(context.Context) error, error) {
 			tries := 1
 			if blocking {
@@ -89,13 +73,62 @@ func lockers(b *testing.B, prefix string) map[string]benchLocker {
 	}
 }
 
+// distlockBench adapts a distlock.Redis to the benchmarks.
+func distlockBench(r *distlock.Redis) benchLocker {
+	return func(ctx context.Context, key string, blocking bool) (func(context.Context) error, error) {
+		var l distlock.Lock
+		var err error
+		if blocking {
+			l, err = r.Obtain(ctx, key)
+		} else {
+			l, err = r.TryObtain(ctx, key)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return l.Release, nil
+	}
+}
+
+// redislockBench adapts a bsm/redislock client to the benchmarks.
+func redislockBench(c *redislock.Client, prefix string) benchLocker {
+	return func(ctx context.Context, key string, blocking bool) (func(context.Context) error, error) {
+		opt := &redislock.Options{}
+		if blocking {
+			opt.RetryStrategy = redislock.LinearBackoff(anchorPoll)
+		}
+		l, err := c.Obtain(ctx, prefix+key, benchTTL, opt)
+		if err != nil {
+			return nil, err
+		}
+		return l.Release, nil
+	}
+}
+
+// autopipelined sends the scripts through go-redis's (experimental)
+// autopipeliner, which batches the commands of concurrent callers into one
+// write and one read, and subscribes on the plain client.
+type autopipelined struct {
+	*redis.AutoPipeliner
+	client *redis.Client
+}
+
+func (a autopipelined) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {
+	return a.client.Subscribe(ctx, channels...)
+}
+
 var libraries = []string{"distlock", "redislock", "redsync"}
+
+// throughputLibraries adds to libraries both Redis locks on a client that
+// pipelines the commands of concurrent callers, the same for both: it
+// shows what the transport, rather than the lock, is worth.
+var throughputLibraries = append(libraries[:len(libraries):len(libraries)], "distlock+autopipeline", "redislock+autopipeline")
 
 // BenchmarkAcquireRelease measures uncontended acquire+release cycles per
 // second: every goroutine has a key of its own.
 func BenchmarkAcquireRelease(b *testing.B) {
 	for _, goroutines := range []int{1, 64} {
-		for _, lib := range libraries {
+		for _, lib := range throughputLibraries {
 			b.Run(fmt.Sprintf("%s/goroutines=%d", lib, goroutines), func(b *testing.B) {
 				lock := lockers(b, testPrefix(b))[lib]
 				ctx := context.Background()
