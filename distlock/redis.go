@@ -36,7 +36,10 @@ var (
 
 // RedisClient is what Redis needs from a go-redis client: running scripts
 // and subscribing to channels. *redis.Client, *redis.ClusterClient,
-// *redis.Ring and redis.UniversalClient all satisfy it.
+// *redis.Ring and redis.UniversalClient all satisfy it. Those can also
+// pipeline (they have a Pipeline method), and Redis then sends the scripts
+// of concurrent callers together (see the package documentation); with a
+// client that cannot, every script is a round trip of its own.
 type RedisClient interface {
 	redis.Scripter
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
@@ -103,6 +106,7 @@ type RenewalObserver interface {
 // A Redis is safe for concurrent use. Call Close when done with it.
 type Redis struct {
 	client      RedisClient
+	scripts     *batcher     // runs the scripts, batching concurrent calls
 	opts        RedisOptions // with defaults applied
 	leaseMillis any          // opts.TTL in milliseconds, boxed once for the scripts' ARGV
 	sub         *subscriber
@@ -138,7 +142,7 @@ func NewRedis(client RedisClient, opts RedisOptions) *Redis {
 		opts.MaxBackoff = 500 * time.Millisecond
 	}
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
-	r := &Redis{client: client, opts: opts, leaseMillis: opts.TTL.Milliseconds(), sub: newSubscriber(client)}
+	r := &Redis{client: client, scripts: newBatcher(client), opts: opts, leaseMillis: opts.TTL.Milliseconds(), sub: newSubscriber(client)}
 	r.watchdog = newWatchdog(r)
 	return r
 }
@@ -241,7 +245,7 @@ type heldKey struct {
 // sends the same owner token: a failed attempt leaves nothing behind.
 func (r *Redis) acquire(ctx context.Context, l *redisLock) (heldKey, error) {
 	sent := time.Now()
-	reply, err := acquireScript.Run(ctx, r.client, l.acquireKeys, l.argv[:2]...).Int64Slice()
+	reply, err := r.scripts.run(ctx, acquireScript, l.acquireKeys, l.argv[:2]...).Int64Slice()
 	if err != nil {
 		if ctx.Err() != nil {
 			// The reply may have been lost after the script ran; if so the

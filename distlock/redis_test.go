@@ -3,6 +3,7 @@ package distlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -93,8 +94,9 @@ func TestRedisConformance(t *testing.T) {
 // commandLog is a go-redis hook that records the name of every command a
 // client sends.
 type commandLog struct {
-	mu    sync.Mutex
-	names []string
+	mu        sync.Mutex
+	names     []string
+	pipelines [][]string // the names of each pipeline's commands
 }
 
 func (h *commandLog) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -111,9 +113,12 @@ func (h *commandLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h *commandLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		h.mu.Lock()
+		var names []string
 		for _, cmd := range cmds {
-			h.names = append(h.names, cmd.Name())
+			names = append(names, cmd.Name())
 		}
+		h.names = append(h.names, names...)
+		h.pipelines = append(h.pipelines, names)
 		h.mu.Unlock()
 		return next(ctx, cmds)
 	}
@@ -126,6 +131,20 @@ func (h *commandLog) take() []string {
 	names := h.names
 	h.names = nil
 	return names
+}
+
+// largestPipeline returns the length of the longest pipeline that began
+// with a command called name.
+func (h *commandLog) largestPipeline(name string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	largest := 0
+	for _, p := range h.pipelines {
+		if p[0] == name {
+			largest = max(largest, len(p))
+		}
+	}
+	return largest
 }
 
 func (h *commandLog) count(name string) int {
@@ -387,4 +406,49 @@ func TestRedisBackendErrorIsNotNotAcquired(t *testing.T) {
 		t.Fatalf("TryObtain on a dead server = %v, want a connection error", err)
 	}
 	t.Logf("error: %v", err)
+}
+
+// TestRedisExclusionThroughBatches runs many goroutines on one locker, so
+// that their scripts travel in shared pipelines: a reply delivered to the
+// wrong caller would let two goroutines into one key.
+func TestRedisExclusionThroughBatches(t *testing.T) {
+	c := newClient(t)
+	log := &commandLog{}
+	c.AddHook(log)
+	r := newRedis(t, c, distlock.RedisOptions{Prefix: testPrefix(t)})
+	const goroutines, keys, rounds = 32, 4, 40
+	var inside [keys]atomic.Int32
+	var overlaps, sections atomic.Int32
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		key := fmt.Sprintf("{s}:C%d", g%keys)
+		wg.Go(func() {
+			for range rounds {
+				lock, err := r.Obtain(ctx, key)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if inside[g%keys].Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				sections.Add(1)
+				time.Sleep(50 * time.Microsecond)
+				inside[g%keys].Add(-1)
+				if err := lock.Release(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := overlaps.Load(); n != 0 {
+		t.Errorf("%d of %d critical sections found another goroutine inside", n, sections.Load())
+	}
+	if n := log.largestPipeline("evalsha"); n < 2 {
+		t.Fatalf("the largest pipeline of scripts had %d commands: nothing was batched, so this test proved nothing", n)
+	}
 }

@@ -1,0 +1,147 @@
+package distlock
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// pipeliningClient is a client that can send several commands in one
+// write and read their replies in one read. *redis.Client,
+// *redis.ClusterClient, *redis.Ring and redis.UniversalClient all can.
+type pipeliningClient interface {
+	Pipeline() redis.Pipeliner
+}
+
+// batcher runs the scripts of concurrent callers together, so that many
+// goroutines locking and unlocking at once cost Redis and the client a few
+// large round trips instead of one each ("group commit").
+//
+// Nothing waits to fill a batch. A call that finds nothing on the wire is
+// sent at once, alone, as if there were no batcher. Calls made while a
+// batch is on the wire queue up; when that batch is answered, the first
+// queued caller sends the whole queue as the next batch, in one pipeline,
+// and hands every other caller its reply. A lone caller therefore pays
+// nothing extra, and a busy one waits for at most one round trip before
+// its own.
+//
+// Every call is still one script run, EVALSHA, on the server: only the
+// network trips are shared, never a script.
+type batcher struct {
+	client RedisClient
+	pipe   pipeliningClient // nil when client cannot pipeline: no batching
+
+	mu      sync.Mutex
+	sending bool          // a call or a batch is on the wire
+	queue   []*scriptCall // calls waiting for the next batch, oldest first
+}
+
+// scriptCall is one queued script run and, once done is signalled, its
+// reply in cmd.
+type scriptCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+	cmd    *redis.Cmd
+
+	// leads is set, before done is signalled, on the caller that must send
+	// the queue as the next batch.
+	leads bool
+	done  chan struct{} // buffered: signalled once
+}
+
+func newBatcher(client RedisClient) *batcher {
+	b := &batcher{client: client}
+	b.pipe, _ = client.(pipeliningClient)
+	return b
+}
+
+// run runs script with keys and args, alone or in a batch, and returns
+// its reply. A queued call whose ctx ends before its batch is sent leaves
+// the queue and returns ctx.Err(), unsent. Once sent, it waits for its
+// reply: the batch goes out with the context of its sender, without its
+// cancellation, because one caller giving up must not fail the others.
+func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if b.pipe == nil {
+		return script.Run(ctx, b.client, keys, args...)
+	}
+	b.mu.Lock()
+	if !b.sending {
+		b.sending = true
+		b.mu.Unlock()
+		defer b.handOff()
+		return script.Run(ctx, b.client, keys, args...)
+	}
+	c := &scriptCall{script: script, keys: keys, args: args, done: make(chan struct{}, 1)}
+	b.queue = append(b.queue, c)
+	b.mu.Unlock()
+
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		if b.withdraw(c) {
+			cmd := redis.NewCmd(ctx)
+			cmd.SetErr(ctx.Err())
+			return cmd
+		}
+		<-c.done // too late: c is on the wire, or must send the queue
+	}
+	if c.leads {
+		b.mu.Lock()
+		batch := b.queue // c is its first call
+		b.queue = nil
+		b.mu.Unlock()
+		b.send(context.WithoutCancel(ctx), batch)
+		b.handOff()
+		for _, other := range batch[1:] {
+			other.done <- struct{}{}
+		}
+	}
+	return c.cmd
+}
+
+// withdraw takes c out of the queue, if it is still there and has not been
+// told to send it, and reports whether it did. A withdrawn call was never
+// sent.
+func (b *batcher) withdraw(c *scriptCall) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := slices.Index(b.queue, c)
+	if i < 0 || c.leads {
+		return false
+	}
+	b.queue = slices.Delete(b.queue, i, i+1)
+	return true
+}
+
+// handOff is called when what was on the wire has been answered: the
+// first queued caller, if any, is told to send the queue.
+func (b *batcher) handOff() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) == 0 {
+		b.sending = false
+		return
+	}
+	first := b.queue[0]
+	first.leads = true
+	first.done <- struct{}{}
+}
+
+// send runs batch in one pipeline and stores every reply in its call. A
+// server that has not seen a script yet (NOSCRIPT: it restarted, or was
+// flushed) gets that call again with the script's source.
+func (b *batcher) send(ctx context.Context, batch []*scriptCall) {
+	pipe := b.pipe.Pipeline()
+	for _, c := range batch {
+		c.cmd = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	_, _ = pipe.Exec(ctx) // every call's error is in its own cmd
+	for _, c := range batch {
+		if err := c.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			c.cmd = c.script.Eval(ctx, b.client, c.keys, c.args...)
+		}
+	}
+}

@@ -1,0 +1,241 @@
+package distlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seatlock/seatlock/internal/testenv"
+)
+
+// echo returns a script that replies with its first argument. Its source
+// is new to the server (it names the test and the time), so the first
+// EVALSHA of it gets NOSCRIPT.
+func echo(t *testing.T) *redis.Script {
+	return redis.NewScript(fmt.Sprintf("return ARGV[1] -- %s %d", t.Name(), time.Now().UnixNano()))
+}
+
+// batchHook watches a client's traffic: it records the size of every
+// pipeline of scripts, can hold the first lone EVALSHA until told to go on (so that
+// calls queue up behind it), and can fail every pipeline.
+type batchHook struct {
+	hold, held chan struct{} // nil: hold nothing
+	holdOnce   sync.Once
+	failWith   error // if set, every pipeline of scripts fails with it
+
+	// holdBatch and batchHeld, if not nil, do for the first pipeline of
+	// scripts what hold and held do for the first lone call.
+	holdBatch, batchHeld chan struct{}
+	holdBatchOnce        sync.Once
+
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (h *batchHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *batchHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.hold != nil && cmd.Name() == "evalsha" {
+			h.holdOnce.Do(func() { close(h.held); <-h.hold })
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *batchHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if cmds[0].Name() != "evalsha" {
+			return next(ctx, cmds) // a new connection's handshake
+		}
+		h.mu.Lock()
+		h.sizes = append(h.sizes, len(cmds))
+		h.mu.Unlock()
+		if h.holdBatch != nil {
+			h.holdBatchOnce.Do(func() { close(h.batchHeld); <-h.holdBatch })
+		}
+		if h.failWith != nil {
+			for _, cmd := range cmds {
+				cmd.SetErr(h.failWith)
+			}
+			return h.failWith
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (h *batchHook) largestPipeline() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	largest := 0
+	for _, n := range h.sizes {
+		largest = max(largest, n)
+	}
+	return largest
+}
+
+func newHookedBatcher(t *testing.T, h *batchHook) *batcher {
+	t.Helper()
+	opt, err := redis.ParseURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { _ = c.Close() })
+	c.AddHook(h)
+	return newBatcher(c)
+}
+
+// queueBehindHeldCall starts a lone call that h holds on the wire, then
+// one call per context in ctxs, in that order, and waits until they are
+// all queued. It returns the replies of the queued calls, to be read once
+// h.hold is closed, each reply in its caller's position.
+func queueBehindHeldCall(t *testing.T, b *batcher, h *batchHook, script *redis.Script, ctxs []context.Context) []chan *redis.Cmd {
+	t.Helper()
+	go b.run(t.Context(), redis.NewScript("return 'first'"), nil)
+	<-h.held
+	replies := make([]chan *redis.Cmd, len(ctxs))
+	for i, ctx := range ctxs {
+		replies[i] = make(chan *redis.Cmd, 1)
+		go func() { replies[i] <- b.run(ctx, script, nil, fmt.Sprint("caller-", i)) }()
+		for queued := 0; queued != i+1; {
+			time.Sleep(100 * time.Microsecond)
+			b.mu.Lock()
+			queued = len(b.queue)
+			b.mu.Unlock()
+		}
+	}
+	return replies
+}
+
+func TestBatchRepliesReachTheirCallers(t *testing.T) {
+	h := &batchHook{}
+	b := newHookedBatcher(t, h)
+	script := echo(t)
+	const goroutines, calls = 32, 200
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range calls {
+				want := fmt.Sprintf("%d/%d", g, i)
+				got, err := b.run(t.Context(), script, nil, want).Text()
+				if err != nil || got != want {
+					errs <- fmt.Errorf("goroutine %d, call %d: got %q, %v; want %q", g, i, got, err, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := h.largestPipeline(); n < 2 {
+		t.Fatalf("the largest batch had %d calls: no batch formed, so this test proved nothing", n)
+	}
+	if b.sending || len(b.queue) != 0 {
+		t.Errorf("after the last reply: sending=%v, %d calls queued; want idle", b.sending, len(b.queue))
+	}
+}
+
+func TestBatchRunsScriptsTheServerHasNotSeen(t *testing.T) {
+	h := &batchHook{hold: make(chan struct{}), held: make(chan struct{})}
+	b := newHookedBatcher(t, h)
+	replies := queueBehindHeldCall(t, b, h, echo(t), contexts(t, 5))
+	close(h.hold)
+	for i, reply := range replies {
+		got, err := (<-reply).Text()
+		if want := fmt.Sprint("caller-", i); err != nil || got != want {
+			t.Errorf("caller %d: got %q, %v; want %q", i, got, err, want)
+		}
+	}
+	if n := h.largestPipeline(); n != 5 {
+		t.Errorf("the five queued calls went out in pipelines of at most %d; want one of 5", n)
+	}
+}
+
+func TestBatchErrorReachesEveryCaller(t *testing.T) {
+	injected := errors.New("injected: connection reset")
+	h := &batchHook{hold: make(chan struct{}), held: make(chan struct{}), failWith: injected}
+	b := newHookedBatcher(t, h)
+	script := echo(t)
+	replies := queueBehindHeldCall(t, b, h, script, contexts(t, 4))
+	close(h.hold)
+	for i, reply := range replies {
+		if err := (<-reply).Err(); !errors.Is(err, injected) {
+			t.Errorf("caller %d: error %v; want the batch's error %v", i, err, injected)
+		}
+	}
+	// The batcher is idle again: a lone call goes out by itself.
+	if got, err := b.run(t.Context(), script, nil, "after").Text(); err != nil || got != "after" {
+		t.Errorf("a call after the failed batch: got %q, %v; want \"after\"", got, err)
+	}
+}
+
+func TestBatchSenderGivingUpFailsNobody(t *testing.T) {
+	h := &batchHook{
+		hold: make(chan struct{}), held: make(chan struct{}),
+		holdBatch: make(chan struct{}), batchHeld: make(chan struct{}),
+	}
+	b := newHookedBatcher(t, h)
+	ctxs := contexts(t, 4)
+	gaveUp, cancel := context.WithCancel(t.Context())
+	ctxs[0] = gaveUp // the first queued caller sends the batch
+	replies := queueBehindHeldCall(t, b, h, echo(t), ctxs)
+	close(h.hold)
+	<-h.batchHeld // the batch is on its way
+	cancel()
+	close(h.holdBatch)
+	for i, reply := range replies {
+		got, err := (<-reply).Text()
+		if want := fmt.Sprint("caller-", i); err != nil || got != want {
+			t.Errorf("caller %d: got %q, %v; want %q", i, got, err, want)
+		}
+	}
+}
+
+func TestBatchQueuedCallerGivesUp(t *testing.T) {
+	h := &batchHook{hold: make(chan struct{}), held: make(chan struct{})}
+	b := newHookedBatcher(t, h)
+	ctxs := contexts(t, 3)
+	gaveUp, cancel := context.WithCancel(t.Context())
+	ctxs[1] = gaveUp
+	replies := queueBehindHeldCall(t, b, h, echo(t), ctxs)
+
+	// While the call ahead is still held on the wire, caller 1 gives up:
+	// it returns at once, and is not sent.
+	cancel()
+	select {
+	case reply := <-replies[1]:
+		if err := reply.Err(); !errors.Is(err, context.Canceled) {
+			t.Errorf("caller 1 gave up: error %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("caller 1 gave up while queued, but still waited for the call ahead")
+	}
+	close(h.hold)
+	for _, i := range []int{0, 2} {
+		got, err := (<-replies[i]).Text()
+		if want := fmt.Sprint("caller-", i); err != nil || got != want {
+			t.Errorf("caller %d: got %q, %v; want %q", i, got, err, want)
+		}
+	}
+	if n := h.largestPipeline(); n != 2 {
+		t.Errorf("the queued calls went out in pipelines of at most %d; want one of 2, without caller 1", n)
+	}
+}
+
+func contexts(t *testing.T, n int) []context.Context {
+	ctxs := make([]context.Context, n)
+	for i := range ctxs {
+		ctxs[i] = t.Context()
+	}
+	return ctxs
+}
