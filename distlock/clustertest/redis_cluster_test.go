@@ -199,3 +199,80 @@ func keySlot(t *testing.T, c *redis.ClusterClient, key string) int64 {
 	}
 	return slot
 }
+
+// pipelineSizes records the length of every pipeline of scripts a client
+// sends.
+type pipelineSizes struct {
+	mu      sync.Mutex
+	largest int
+}
+
+func (h *pipelineSizes) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *pipelineSizes) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *pipelineSizes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if cmds[0].Name() == "evalsha" {
+			h.mu.Lock()
+			h.largest = max(h.largest, len(cmds))
+			h.mu.Unlock()
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestExclusionThroughBatchesOnCluster runs many goroutines on one locker
+// over seats of screenings that live on different masters: their scripts
+// share pipelines, which the cluster client splits by master. A reply
+// routed to the wrong caller would let two goroutines into one seat.
+func TestExclusionThroughBatchesOnCluster(t *testing.T) {
+	addrs := startCluster(t)
+	client := newClusterClient(t, addrs)
+	sizes := &pipelineSizes{}
+	client.AddHook(sizes)
+	locker := distlock.NewRedis(client, distlock.RedisOptions{TTL: testTTL, Prefix: "cluster-test:" + uuid.NewString()[:8] + ":"})
+	t.Cleanup(func() { _ = locker.Close() })
+
+	const seats, perSeat, rounds = 12, 2, 30
+	var inside [seats]sync.Mutex // TryLock fails when another goroutine is inside
+	var overlaps, sections int
+	var mu sync.Mutex
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for s := range seats {
+		seat := fmt.Sprintf("{screening-%d}:A1", s)
+		for range perSeat {
+			wg.Go(func() {
+				for range rounds {
+					lock, err := locker.Obtain(ctx, seat)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					entered := inside[s].TryLock()
+					time.Sleep(50 * time.Microsecond)
+					if entered {
+						inside[s].Unlock()
+					}
+					mu.Lock()
+					sections++
+					if !entered {
+						overlaps++
+					}
+					mu.Unlock()
+					if err := lock.Release(ctx); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if overlaps != 0 {
+		t.Errorf("%d of %d critical sections found another goroutine inside", overlaps, sections)
+	}
+	if sizes.largest < 2 {
+		t.Fatalf("the largest pipeline of scripts had %d commands: nothing was batched, so this test proved nothing", sizes.largest)
+	}
+}
