@@ -140,6 +140,8 @@ func TestBatchRepliesReachTheirCallers(t *testing.T) {
 	if n := h.largestPipeline(); n < 2 {
 		t.Fatalf("the largest batch had %d calls: no batch formed, so this test proved nothing", n)
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.sending || len(b.queue) != 0 {
 		t.Errorf("after the last reply: sending=%v, %d calls queued; want idle", b.sending, len(b.queue))
 	}

@@ -3,7 +3,6 @@ package distlock_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -416,38 +415,7 @@ func TestRedisExclusionThroughBatches(t *testing.T) {
 	log := &commandLog{}
 	c.AddHook(log)
 	r := newRedis(t, c, distlock.RedisOptions{Prefix: testPrefix(t)})
-	const goroutines, keys, rounds = 32, 4, 40
-	var inside [keys]atomic.Int32
-	var overlaps, sections atomic.Int32
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		key := fmt.Sprintf("{s}:C%d", g%keys)
-		wg.Go(func() {
-			for range rounds {
-				lock, err := r.Obtain(ctx, key)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if inside[g%keys].Add(1) != 1 {
-					overlaps.Add(1)
-				}
-				sections.Add(1)
-				time.Sleep(50 * time.Microsecond)
-				inside[g%keys].Add(-1)
-				if err := lock.Release(ctx); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if n := overlaps.Load(); n != 0 {
-		t.Errorf("%d of %d critical sections found another goroutine inside", n, sections.Load())
-	}
+	distlocktest.ExclusionOnKeys(t, r, []string{"{s}:C1", "{s}:C2", "{s}:C3", "{s}:C4"}, 8, 40, true)
 	if n := log.largestPipeline("evalsha"); n < 2 {
 		t.Fatalf("the largest pipeline of scripts had %d commands: nothing was batched, so this test proved nothing", n)
 	}

@@ -74,8 +74,9 @@
 //
 // Locking and unlocking a key nobody else wants allocates nothing: the map
 // stores each key's state and queue by value, and waiter records are
-// recycled through a sync.Pool. All keys share one short internal mutex that guards the map;
-// it is never held while a key is held or waited for. Like any Go map, the
-// internal map does not shrink, so its memory follows the largest number of
-// keys ever locked at the same time, not the number of keys ever used.
+// recycled through a sync.Pool. All keys share one short internal mutex
+// that guards the map; it is never held while a key is held or waited for.
+// Like any Go map, the internal map does not shrink, so its memory follows
+// the largest number of keys ever locked at the same time, not the number
+// of keys ever used.
 package keyedlock

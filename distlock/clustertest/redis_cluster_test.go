@@ -200,11 +200,17 @@ func keySlot(t *testing.T, c *redis.ClusterClient, key string) int64 {
 	return slot
 }
 
-// pipelineSizes records the length of every pipeline of scripts a client
-// sends.
+// pipelineSizes records the length of the longest pipeline of scripts a
+// client sent.
 type pipelineSizes struct {
 	mu      sync.Mutex
 	largest int
+}
+
+func (h *pipelineSizes) longest() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.largest
 }
 
 func (h *pipelineSizes) DialHook(next redis.DialHook) redis.DialHook          { return next }
@@ -232,47 +238,12 @@ func TestExclusionThroughBatchesOnCluster(t *testing.T) {
 	locker := distlock.NewRedis(client, distlock.RedisOptions{TTL: testTTL, Prefix: "cluster-test:" + uuid.NewString()[:8] + ":"})
 	t.Cleanup(func() { _ = locker.Close() })
 
-	const seats, perSeat, rounds = 12, 2, 30
-	var inside [seats]sync.Mutex // TryLock fails when another goroutine is inside
-	var overlaps, sections int
-	var mu sync.Mutex
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
-	for s := range seats {
-		seat := fmt.Sprintf("{screening-%d}:A1", s)
-		for range perSeat {
-			wg.Go(func() {
-				for range rounds {
-					lock, err := locker.Obtain(ctx, seat)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					entered := inside[s].TryLock()
-					time.Sleep(50 * time.Microsecond)
-					if entered {
-						inside[s].Unlock()
-					}
-					mu.Lock()
-					sections++
-					if !entered {
-						overlaps++
-					}
-					mu.Unlock()
-					if err := lock.Release(ctx); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-			})
-		}
+	seats := make([]string, 12) // 12 screenings: every master has some
+	for i := range seats {
+		seats[i] = fmt.Sprintf("{screening-%d}:A1", i)
 	}
-	wg.Wait()
-	if overlaps != 0 {
-		t.Errorf("%d of %d critical sections found another goroutine inside", overlaps, sections)
-	}
-	if sizes.largest < 2 {
-		t.Fatalf("the largest pipeline of scripts had %d commands: nothing was batched, so this test proved nothing", sizes.largest)
+	distlocktest.ExclusionOnKeys(t, locker, seats, 2, 30, true)
+	if n := sizes.longest(); n < 2 {
+		t.Fatalf("the largest pipeline of scripts had %d commands: nothing was batched, so this test proved nothing", n)
 	}
 }

@@ -128,13 +128,27 @@ func (s *suite) mutualExclusion(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
 	defer cancel()
-	r := contend(ctx, ls, perLocker, rounds, keys(1)[0], s.opts.Fencing)
-	if r.overlaps != 0 || r.counter != r.sections || r.staleTokens != 0 {
-		t.Errorf("exclusion broken: %d overlapping critical sections, counter %d after %d sections, %d fencing tokens not above the previous holder's",
-			r.overlaps, r.counter, r.sections, r.staleTokens)
+	contend(ctx, ls, perLocker, rounds, keys(1)[0], s.opts.Fencing).check(t)
+}
+
+// ExclusionOnKeys runs rounds critical sections on every key at once, in
+// perKey goroutines per key, all on the one Locker l, and fails t if two
+// sections of a key overlapped (or, with fencing, if a fencing token did
+// not grow). It is for a backend's own tests of many goroutines sharing
+// one Locker, such as the Redis backend's shared round trips; the suite's
+// exclusion test gives each Locker only two goroutines.
+func ExclusionOnKeys(t *testing.T, l distlock.Locker, keys []string, perKey, rounds int, fencing bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
+	defer cancel()
+	results := make([]contention, len(keys))
+	var wg sync.WaitGroup
+	for i, key := range keys {
+		wg.Go(func() { results[i] = contend(ctx, []distlock.Locker{l}, perKey, rounds, key, fencing) })
 	}
-	if r.err != nil {
-		t.Error(r.err)
+	wg.Wait()
+	for i, r := range results {
+		t.Run(keys[i], r.check)
 	}
 }
 
@@ -145,6 +159,18 @@ type contention struct {
 	counter     int   // the shared counter, incremented once per section
 	staleTokens int   // fencing tokens not above the previous section's
 	err         error // the first error from Obtain or Release
+}
+
+// check fails t if the sections of r were not mutually exclusive.
+func (r contention) check(t *testing.T) {
+	t.Helper()
+	if r.overlaps != 0 || r.counter != r.sections || r.staleTokens != 0 {
+		t.Errorf("exclusion broken: %d overlapping critical sections, counter %d after %d sections, %d fencing tokens not above the previous holder's",
+			r.overlaps, r.counter, r.sections, r.staleTokens)
+	}
+	if r.err != nil {
+		t.Error(r.err)
+	}
 }
 
 // contend runs rounds critical sections on key in perLocker goroutines per
