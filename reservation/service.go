@@ -35,6 +35,11 @@ type Options struct {
 	// DefaultPaymentDelay applies to screenings created without one.
 	DefaultPaymentDelay time.Duration
 
+	// Payments, when set, is the payment provider a booking charges inside
+	// its critical section (taking the screening's payment delay to
+	// answer). Nil means a simulated payment: a wait of the payment delay.
+	Payments Payments
+
 	// LockWait is the longest a booking waits for its seat locks before it
 	// fails with ErrSeatBusy. Zero means 5s.
 	LockWait time.Duration
@@ -363,10 +368,7 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 		}
 		return Confirmation{}, &SeatsTakenError{Seats: taken}
 	}
-	if err := pay(ctx, sc.PaymentDelay, lease); err != nil {
-		return Confirmation{}, err
-	}
-	return s.write(ctx, sc, seats, req.Customer, lease, idem)
+	return s.payAndWrite(ctx, sc, seats, req.Customer, lease, idem)
 }
 
 // bookInTransaction runs the critical section of LockPostgresXact: the
@@ -381,10 +383,12 @@ func (s *Service) bookInTransaction(ctx context.Context, sc Screening, seats []s
 		return Confirmation{}, fmt.Errorf("screening %s: lock strategy %q needs a store that books in a transaction: %w", sc.ID, sc.Lock, ErrUnavailable)
 	}
 	// c is the answer: the new booking, or the one a request with the
-	// same key made while this one waited. Only the callback sets it, and
-	// BookLocked has returned before it is read.
+	// same key made while this one waited; chargeID is the charge the
+	// payment made. Only the callback sets them, and BookLocked has
+	// returned before they are read.
 	var c Confirmation
 	replayed := false
+	chargeID := ""
 	err := tb.BookLocked(ctx, sc.ID, seats, s.opts.LockWait, func(ctx context.Context, r Reader) (*Write, error) {
 		if idem != nil {
 			var err error
@@ -399,13 +403,20 @@ func (s *Service) bookInTransaction(ctx context.Context, sc Screening, seats []s
 		if len(taken) > 0 {
 			return nil, &SeatsTakenError{Seats: taken}
 		}
-		if err := pay(ctx, sc.PaymentDelay, noLease{}); err != nil {
+		w, conf, err := s.newWrite(sc, seats, customer, noLease{}, idem)
+		if err != nil {
 			return nil, err
 		}
-		w, conf, err := s.newWrite(sc, seats, customer, noLease{}, idem)
 		c = conf
-		return &w, err
+		if chargeID, err = s.pay(ctx, sc, w, noLease{}); err != nil {
+			return nil, err
+		}
+		return &w, nil
 	})
+	if err != nil {
+		// The transaction rolled back: nothing was booked.
+		s.refund(ctx, chargeID, c.Booking.ID)
+	}
 	switch {
 	case err == nil && replayed:
 		return c, nil
@@ -494,35 +505,22 @@ func (s *Service) release(ctx context.Context, lease SeatLease) {
 	}
 }
 
-// pay simulates the payment inside the critical section. It ends early when
-// the lock is lost or the request is cancelled.
-func pay(ctx context.Context, delay time.Duration, lease SeatLease) error {
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-lease.Lost():
-			return fmt.Errorf("seat lock lost during payment: %w", ErrLockLost)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	select {
-	case <-lease.Lost():
-		return fmt.Errorf("seat lock lost before the write: %w", ErrLockLost)
-	default:
-		return nil
-	}
-}
-
-// write records the booking through the screening's guard.
-func (s *Service) write(ctx context.Context, sc Screening, seats []string, customer string, lease SeatLease, idem *idempotency) (Confirmation, error) {
+// payAndWrite pays for the booking and records it through the screening's
+// guard. A charge that went through is refunded when the booking is not
+// confirmed after all: the lock was lost, or the guarded write refused it.
+func (s *Service) payAndWrite(ctx context.Context, sc Screening, seats []string, customer string, lease SeatLease, idem *idempotency) (Confirmation, error) {
 	w, c, err := s.newWrite(sc, seats, customer, lease, idem)
 	if err != nil {
 		return Confirmation{}, err
 	}
-	return s.written(ctx, sc.ID, c, idem, s.store.Book(ctx, w))
+	chargeID, err := s.pay(ctx, sc, w, lease)
+	if err == nil {
+		err = s.store.Book(ctx, w)
+	}
+	if err != nil {
+		s.refund(ctx, chargeID, w.Booking.ID)
+	}
+	return s.written(ctx, sc.ID, c, idem, err)
 }
 
 // newWrite builds the write of a new booking, with the lease's fencing

@@ -1,0 +1,154 @@
+package reservation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Payments charges a customer for the seats of a booking. The charge runs
+// inside the critical section, while the seat locks are held: it is the side
+// effect the locks exist to protect. Two holders of one seat at once means
+// two customers charged for one seat, even when the guarded write keeps the
+// seat map right, and one of them has to be refunded.
+//
+// Without Payments the Service simulates the payment with a wait of the
+// screening's payment delay.
+type Payments interface {
+	// Charge charges for c and returns the provider's id of the charge. It
+	// returns an error wrapping ErrLockLost when the provider refused a
+	// fencing token older than one it has seen for a seat (the caller is
+	// no longer the newest lock holder), ErrUnavailable when the provider
+	// cannot be reached or failed, or an error wrapping ctx.Err().
+	Charge(ctx context.Context, c Charge) (chargeID string, err error)
+
+	// Refund gives a charge back. It returns ErrUnavailable when the
+	// provider cannot be reached or failed.
+	Refund(ctx context.Context, chargeID string) error
+}
+
+// Charge is what a booking pays for.
+type Charge struct {
+	BookingID   string
+	ScreeningID string
+	Seats       []string
+	Customer    string
+	// Fences are the fencing tokens of the seats' locks, for a provider
+	// that checks them; seats whose strategy has none are absent.
+	Fences map[string]int64
+	// Delay is how long the provider takes to answer: the screening's
+	// payment delay.
+	Delay time.Duration
+}
+
+// pay runs the payment of the write w while lease holds its seats, and
+// returns the charge id ("" for the simulated payment). It ends early, with
+// ErrLockLost, when the lock is lost, and with the context's error when the
+// request is cancelled. Whatever pay returns, a charge that went through is
+// in the returned id, so that the caller can refund it when the booking is
+// not confirmed after all.
+func (s *Service) pay(ctx context.Context, sc Screening, w Write, lease SeatLease) (string, error) {
+	if s.opts.Payments == nil {
+		return "", simulatePayment(ctx, sc.PaymentDelay, lease)
+	}
+	// The charge is cancelled the moment the lock is lost: a holder that
+	// is no longer the holder must not go on paying.
+	charge, stop := whileHeld(ctx, lease)
+	id, err := s.opts.Payments.Charge(charge, Charge{
+		BookingID:   w.Booking.ID,
+		ScreeningID: sc.ID,
+		Seats:       w.Booking.Seats,
+		Customer:    w.Booking.Customer,
+		Fences:      w.Fences,
+		Delay:       sc.PaymentDelay,
+	})
+	lost := stop()
+	switch {
+	case err == nil && lost:
+		return id, fmt.Errorf("seat lock lost during payment: %w", ErrLockLost)
+	case err == nil:
+		return id, lockHeld(lease)
+	case lost:
+		return "", fmt.Errorf("seat lock lost during payment: %w", ErrLockLost)
+	case ctx.Err() != nil:
+		return "", ctx.Err()
+	case errors.Is(err, ErrLockLost), errors.Is(err, ErrUnavailable):
+		return "", err
+	default:
+		return "", fmt.Errorf("payment: %w: %w", ErrUnavailable, err)
+	}
+}
+
+// refund gives back the charge of a booking that was not confirmed. It runs
+// after the request may have been cancelled, so it uses a context of its
+// own: a charge left behind is money taken for nothing.
+func (s *Service) refund(ctx context.Context, chargeID, bookingID string) {
+	if chargeID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := s.opts.Payments.Refund(ctx, chargeID); err != nil {
+		s.opts.Logger.Error("refunding the charge of an unconfirmed booking", "charge_id", chargeID, "booking_id", bookingID, "err", err)
+	}
+}
+
+// simulatePayment is the payment without a provider: a wait of the payment
+// delay. It ends early when the lock is lost or the request is cancelled.
+func simulatePayment(ctx context.Context, delay time.Duration, lease SeatLease) error {
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-lease.Lost():
+			return fmt.Errorf("seat lock lost during payment: %w", ErrLockLost)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return lockHeld(lease)
+}
+
+// lockHeld returns ErrLockLost when the lease has been lost.
+func lockHeld(lease SeatLease) error {
+	select {
+	case <-lease.Lost():
+		return fmt.Errorf("seat lock lost before the write: %w", ErrLockLost)
+	default:
+		return nil
+	}
+}
+
+// whileHeld returns a context that ends when ctx does or when the lease is
+// lost, and stop, which ends the watch and reports whether the lease was
+// lost before it. The watching goroutine is gone when stop returns.
+func whileHeld(ctx context.Context, lease SeatLease) (context.Context, func() (lost bool)) {
+	lostc := lease.Lost()
+	if lostc == nil {
+		return ctx, func() bool { return false }
+	}
+	held, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-lostc:
+			cancel()
+		case <-done:
+		}
+	})
+	return held, func() bool {
+		close(done)
+		wg.Wait()
+		cancel()
+		select {
+		case <-lostc:
+			return true
+		default:
+			return false
+		}
+	}
+}

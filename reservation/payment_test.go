@@ -1,0 +1,149 @@
+package reservation_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/seatlock/seatlock/payment"
+	"github.com/seatlock/seatlock/reservation"
+)
+
+// withProvider returns a service that charges through a real Provider over
+// HTTP, and the provider.
+func withProvider(t *testing.T, l *fakeLocker, check bool) (*reservation.Service, reservation.Screening, *payment.Provider) {
+	t.Helper()
+	p := payment.NewProvider(payment.ProviderOptions{CheckFences: check})
+	srv := httptest.NewServer(p.Handler())
+	t.Cleanup(srv.Close)
+	c, err := payment.NewClient(srv.URL, payment.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, sc := newService(t, l, reservation.Options{Payments: c})
+	return svc, sc, p
+}
+
+func book(svc *reservation.Service, screening, customer string, seats ...string) (reservation.Confirmation, error) {
+	return svc.Book(context.Background(), reservation.BookRequest{ScreeningID: screening, Seats: seats, Customer: customer})
+}
+
+// seatFree fails t when the seat is not free.
+func seatFree(t *testing.T, svc *reservation.Service, screening, seat string) {
+	t.Helper()
+	_, seats, err := svc.Seats(context.Background(), screening)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range seats {
+		if s.ID == seat && s.Status != reservation.SeatFree {
+			t.Errorf("seat %s is %s, want free: nothing may be booked", seat, s.Status)
+		}
+	}
+}
+
+func TestPaymentChargesEveryConfirmedBooking(t *testing.T) {
+	svc, sc, p := withProvider(t, &fakeLocker{fence: 3}, false)
+	if _, err := book(svc, sc.ID, "alice", "A1", "A2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := book(svc, sc.ID, "bob", "A2"); !errors.Is(err, reservation.ErrSeatTaken) {
+		t.Fatalf("second booking of A2: %v, want ErrSeatTaken", err)
+	}
+	if got := p.Stats(); got.Charges != 1 || got.Refunds != 0 {
+		t.Errorf("stats %+v, want 1 charge (a taken seat is refused before paying) and no refund", got)
+	}
+}
+
+// A writer whose fenced write is refused after its charge went through is
+// refunded before it answers: charges minus refunds is the confirmed
+// bookings.
+func TestPaymentRefundedWhenTheGuardedWriteRefuses(t *testing.T) {
+	l := &fakeLocker{fence: 10}
+	svc, sc, p := withProvider(t, l, false)
+	first, err := book(svc, sc.ID, "new holder", "A1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Cancel(context.Background(), first.Booking.ID, first.Token); err != nil {
+		t.Fatal(err)
+	}
+	l.fence = 9 // a holder from before, whose lease ran out
+	if _, err := book(svc, sc.ID, "stale holder", "A1"); !errors.Is(err, reservation.ErrLockLost) {
+		t.Fatalf("stale booking: %v, want ErrLockLost", err)
+	}
+	if got := p.Stats(); got.Charges != 2 || got.Refunds != 1 {
+		t.Errorf("stats %+v, want 2 charges and 1 refund", got)
+	}
+	seatFree(t, svc, sc.ID, "A1")
+}
+
+func TestPaymentStaleFenceRefusedByTheProvider(t *testing.T) {
+	l := &fakeLocker{fence: 10}
+	svc, sc, p := withProvider(t, l, true)
+	first, err := book(svc, sc.ID, "new holder", "A1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Cancel(context.Background(), first.Booking.ID, first.Token); err != nil {
+		t.Fatal(err)
+	}
+	l.fence = 9
+	if _, err := book(svc, sc.ID, "stale holder", "A1"); !errors.Is(err, reservation.ErrLockLost) {
+		t.Fatalf("stale booking: %v, want ErrLockLost", err)
+	}
+	if got := p.Stats(); got.Charges != 1 || got.RefusedStale != 1 || got.Refunds != 0 {
+		t.Errorf("stats %+v, want 1 charge, 1 refused, no refund (nothing to give back)", got)
+	}
+	seatFree(t, svc, sc.ID, "A1")
+}
+
+func TestPaymentLostLockEndsTheCharge(t *testing.T) {
+	l := &fakeLocker{lost: make(chan struct{})}
+	svc, _, p := withProvider(t, l, false)
+	ctx := context.Background()
+	if _, err := svc.CreateScreening(ctx, reservation.NewScreening{ID: "slow", Movie: "M", Rows: 1, SeatsPerRow: 1, PaymentDelay: ptr(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(20*time.Millisecond, func() { close(l.lost) })
+	start := time.Now()
+	if _, err := book(svc, "slow", "a", "A1"); !errors.Is(err, reservation.ErrLockLost) {
+		t.Fatalf("Book: %v, want ErrLockLost", err)
+	}
+	if waited := time.Since(start); waited > 30*time.Second {
+		t.Errorf("the charge went on for %v after the lock was lost", waited)
+	}
+	if got := p.Stats(); got.Charges != 0 {
+		t.Errorf("stats %+v: a charge whose caller lost its lock was made", got)
+	}
+	seatFree(t, svc, "slow", "A1")
+}
+
+func TestPaymentProviderDownIsUnavailable(t *testing.T) {
+	for name, handler := range map[string]http.HandlerFunc{
+		"refusing connections": nil,
+		"failing":              func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) },
+		"answering nonsense":   func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusCreated) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			url := "http://127.0.0.1:1"
+			if handler != nil {
+				srv := httptest.NewServer(handler)
+				t.Cleanup(srv.Close)
+				url = srv.URL
+			}
+			c, err := payment.NewClient(url, payment.ClientOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc, sc := newService(t, &fakeLocker{}, reservation.Options{Payments: c})
+			if _, err := book(svc, sc.ID, "a", "A1"); !errors.Is(err, reservation.ErrUnavailable) {
+				t.Fatalf("Book: %v, want ErrUnavailable", err)
+			}
+			seatFree(t, svc, sc.ID, "A1")
+		})
+	}
+}
