@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seatlock/seatlock/payment"
 	"github.com/seatlock/seatlock/reservation"
 )
 
@@ -28,6 +29,7 @@ type config struct {
 	PaymentDelay time.Duration
 	Demo         bool
 	AdminToken   string
+	PaymentURL   string // empty: the simulated payment (a wait)
 
 	// The lock backends beyond Redis (see openOtherLockers).
 	LockDir          string   // file locks; default under the temp directory
@@ -79,6 +81,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	dur(&cfg.PaymentDelay, "payment-delay", "PAYMENT_DELAY", 0, "default simulated payment time inside the critical section")
 	fs.BoolVar(&cfg.Demo, "demo", false, "allow the unsafe choices lock=none and guard=off (env DEMO_MODE)")
 	env["demo"], hint["demo"] = "DEMO_MODE", "want true or false"
+	str(&cfg.PaymentURL, "payment-url", "PAYMENT_URL", "", "payment provider base URL (for example http://127.0.0.1:9100, see loadgen payments); empty means a simulated payment, a wait of the payment delay")
 	str(&cfg.AdminToken, "admin-token", "ADMIN_TOKEN", "", "bearer token that POST /v1/screenings requires; empty means none")
 	str(&cfg.LockDir, "lock-dir", "LOCK_DIR", filepath.Join(os.TempDir(), "seatlock-locks"), "directory of the file strategy's lock files (one host only)")
 	str(&redlockURLs, "redlock-urls", "REDLOCK_URLS", "", "comma-separated Redis URLs of independent servers for the redlock strategy; empty means no redlock")
@@ -167,6 +170,11 @@ func (c config) validate() error {
 	for _, u := range c.RedlockURLs {
 		if _, err := redis.ParseURL(u); err != nil {
 			return errors.New("REDLOCK_URLS holds a URL that is not a valid Redis URL (redis://host:port/db)")
+		}
+	}
+	if c.PaymentURL != "" {
+		if _, err := payment.NewClient(c.PaymentURL, payment.ClientOptions{}); err != nil {
+			return errors.New("PAYMENT_URL is not an http(s) URL (http://host:port)")
 		}
 	}
 	if len(c.RedlockURLs) > 0 && len(c.RedlockURLs) < 3 {

@@ -32,11 +32,13 @@ func TestParseConfig(t *testing.T) {
 			"LOCK_STRATEGY": "none", "WRITE_GUARD": "off", "LOCK_TTL": "2s", "LOCK_WAIT": "250ms",
 			"PAYMENT_DELAY": "1.5s", "DEMO_MODE": "true", "ADMIN_TOKEN": "t", "LOCK_DIR": "/tmp/l",
 			"REDLOCK_URLS": "redis://a:1/0, redis://b:1/0,redis://c:1/0", "ZOOKEEPER_SERVERS": "z1:2181,z2:2181",
+			"PAYMENT_URL": "http://127.0.0.1:9100",
 		}, func(c *config) {
 			*c = config{Addr: "127.0.0.1:9000", DatabaseURL: "postgres://u@db/x", RedisURL: "redis://r:6379/1",
 				Lock: reservation.LockNone, Guard: reservation.GuardOff, LockTTL: 2 * time.Second, LockWait: 250 * time.Millisecond,
 				PaymentDelay: 1500 * time.Millisecond, Demo: true, AdminToken: "t", LockDir: "/tmp/l",
-				RedlockURLs: []string{"redis://a:1/0", "redis://b:1/0", "redis://c:1/0"}, ZooKeeperServers: []string{"z1:2181", "z2:2181"}}
+				RedlockURLs: []string{"redis://a:1/0", "redis://b:1/0", "redis://c:1/0"}, ZooKeeperServers: []string{"z1:2181", "z2:2181"},
+				PaymentURL: "http://127.0.0.1:9100"}
 		}},
 		{"flags win over the environment",
 			[]string{"-addr", ":1", "-lock", "keyed", "-guard", "fence", "-lock-ttl", "3s", "-demo=false", "-payment-delay", "0"},
@@ -75,6 +77,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"zookeeper without servers", []string{"-lock", "zookeeper"}, nil, "ZOOKEEPER_SERVERS"},
 		{"redlock without servers", []string{"-lock", "redlock"}, nil, "REDLOCK_URLS"},
 		{"redlock with two servers", []string{"-lock", "redlock", "-redlock-urls", "redis://a:1,redis://b:1"}, nil, "at least 3"},
+		{"payment URL without a scheme", nil, map[string]string{"PAYMENT_URL": "127.0.0.1:9100"}, "PAYMENT_URL"},
+		{"payment URL of another scheme", []string{"-payment-url", "redis://127.0.0.1:9100"}, nil, "PAYMENT_URL"},
 		{"bad redlock URL", nil, map[string]string{"REDLOCK_URLS": "redis://a:1,http://b,redis://c:1"}, "REDLOCK_URLS"},
 		{"postgres lock without a database", []string{"-lock", "postgres"}, nil, "DATABASE_URL"},
 		{"postgres-xact lock without a database", nil, map[string]string{"LOCK_STRATEGY": "postgres-xact"}, "LOCK_STRATEGY=postgres-xact needs DATABASE_URL"},

@@ -32,6 +32,7 @@ import (
 
 	"github.com/seatlock/seatlock/httpapi"
 	"github.com/seatlock/seatlock/locking"
+	"github.com/seatlock/seatlock/payment"
 	"github.com/seatlock/seatlock/reservation"
 )
 
@@ -121,7 +122,15 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	// Deferred after b.close, so it runs before: the events need Redis.
 	defer events.close()
 
+	var payments reservation.Payments
+	if cfg.PaymentURL != "" {
+		if payments, err = payment.NewClient(cfg.PaymentURL, payment.ClientOptions{}); err != nil {
+			return err // checked by config.validate
+		}
+		logger.Info("payments: charging through a provider", "url", cfg.PaymentURL)
+	}
 	svc := reservation.NewService(b.store, reservation.Options{
+		Payments:            payments,
 		Events:              events,
 		Lockers:             b.lockers,
 		DefaultLock:         cfg.Lock,

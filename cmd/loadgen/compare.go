@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -103,22 +104,49 @@ func runCompare(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 	return nil
 }
 
-// writeCompare prints one row per strategy.
+// writeCompare prints one row per strategy. A refused strategy's row has
+// a dash in every column and the reason after the last one, so that it
+// cannot widen the columns of the others.
 func writeCompare(w io.Writer, results []*report) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STRATEGY\tGUARD\tCONFIRMED\tDOUBLE-BOOKED\tLOST\tTHROUGHPUT\tP50\tP99\tPARALLELISM\tLINEARIZABLE\t")
+	withPayments := false
 	for _, r := range results {
+		withPayments = withPayments || r.Payments != nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := []string{"STRATEGY", "GUARD", "CONFIRMED", "ERRORS", "DOUBLE-BOOKED", "LOST"}
+	if withPayments {
+		header = append(header, "OVERLAPS", "REFUNDS")
+	}
+	header = append(header, "THROUGHPUT", "P50", "P99", "PARALLELISM", "LINEARIZABLE")
+	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
+	for _, r := range results {
+		cells := []string{r.Strategy, r.Guard}
 		if r.Refused != "" {
-			fmt.Fprintf(tw, "%s\t%s\trefused (%s)\n", r.Strategy, r.Guard, r.Refused)
+			for range header[2:] {
+				cells = append(cells, "-")
+			}
+			fmt.Fprintf(tw, "%s\trefused: %s\n", strings.Join(cells, "\t"), r.Refused)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.0f req/s\t%s\t%s\t%.2f\t%s\t\n",
-			r.Strategy, r.Guard, r.Succeeded, r.DoubleBookedSeats, r.LostBookings, r.ThroughputRPS,
-			fmtMS(r.LatencyMS.P50), fmtMS(r.LatencyMS.P99), r.Parallelism, r.Linearizable)
+		cells = append(cells, strconv.Itoa(r.Succeeded), strconv.Itoa(r.Errors), strconv.Itoa(r.DoubleBookedSeats), strconv.Itoa(r.LostBookings))
+		if withPayments {
+			overlaps, refunds := "-", "-"
+			if p := r.Payments; p != nil {
+				overlaps, refunds = strconv.FormatInt(p.Overlaps, 10), strconv.FormatInt(p.Refunds, 10)
+			}
+			cells = append(cells, overlaps, refunds)
+		}
+		cells = append(cells, fmt.Sprintf("%.0f req/s", r.ThroughputRPS), fmtMS(r.LatencyMS.P50), fmtMS(r.LatencyMS.P99),
+			fmt.Sprintf("%.2f", r.Parallelism), string(r.Linearizable))
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, "\nnone and guard off are unsafe on purpose: only the other strategies must show 0 double-booked and 0 lost.")
+	note := "\nnone and guard off are unsafe on purpose: only the other strategies must show 0 double-booked and 0 lost."
+	if withPayments {
+		note += "\nOverlaps are charges for a seat that began while another was in progress: two lock holders at once;\nrefunds are charges given back because the guarded write refused the booking."
+	}
+	_, err := fmt.Fprintln(w, note)
 	return err
 }

@@ -55,6 +55,7 @@ type config struct {
 	checkTimeout time.Duration // budget of the linearizability check
 	seed         uint64        // 0 = random
 	watchers     int           // -watchers: event streams held open during the run
+	payments     string        // -payments: base URL of the payment provider; empty = none
 }
 
 // usageError is a problem with how loadgen was called or with reaching the
@@ -126,6 +127,7 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Second, "timeout of one HTTP request")
 	fs.DurationVar(&cfg.checkTimeout, "check-timeout", 10*time.Second, "time budget of the linearizability check")
 	fs.Uint64Var(&cfg.seed, "seed", 0, "seed of the seat choices (0 = random)")
+	fs.StringVar(&cfg.payments, "payments", "", "base URL of the payment provider the APIs charge through (loadgen payments); adds its charges, refunds and overlaps to the report")
 	fs.IntVar(&cfg.watchers, "watchers", 0, "open this many seat-map event streams on the run's screenings during the run, and count their events")
 
 	if err := fs.Parse(args); err != nil {
@@ -149,6 +151,13 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 	var err error
 	if cfg.targets, err = parseTargets(targets); err != nil {
 		return config{}, err
+	}
+	if cfg.payments != "" {
+		urls, err := parseTargets(cfg.payments)
+		if err != nil || len(urls) != 1 {
+			return config{}, usagef("-payments: %q is not one http(s) base URL", cfg.payments)
+		}
+		cfg.payments = urls[0]
 	}
 	if err := cfg.validate(); err != nil {
 		return config{}, err

@@ -289,8 +289,22 @@ func TestCompare(t *testing.T) {
 	t.Run("text table", func(t *testing.T) {
 		url := newFakeAPI(t, &fakeAPI{})
 		code, stdout, _ := runLoadgen(t, nil, append(args[:len(args)-1], "-targets", url)...)
-		if code != 0 || !strings.Contains(stdout, "DOUBLE-BOOKED") || !strings.Contains(stdout, "refused (server not in demo mode)") {
+		if code != 0 || !strings.Contains(stdout, "DOUBLE-BOOKED") || !strings.Contains(stdout, "refused: server not in demo mode") {
 			t.Errorf("exit %d, table:\n%s", code, stdout)
+		}
+		// Refused rows must not shift the columns of the others: every
+		// row starts its columns where the header does.
+		lines := strings.Split(stdout, "\n")
+		for _, col := range []string{"CONFIRMED", "ERRORS", "LOST", "THROUGHPUT", "LINEARIZABLE"} {
+			at := len([]rune(lines[0][:strings.Index(lines[0], col)]))
+			for _, l := range lines[1:] {
+				if l == "" {
+					break
+				}
+				if r := []rune(l); len(r) <= at || r[at-1] != ' ' || r[at] == ' ' {
+					t.Errorf("column %s starts at %d in the header but not in the row %q", col, at, l)
+				}
+			}
 		}
 	})
 	t.Run("-lock is a usage error", func(t *testing.T) {

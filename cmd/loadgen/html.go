@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,15 +80,19 @@ svg{font:11px system-ui,sans-serif} .charts{display:flex;flex-wrap:wrap;gap:1rem
 			ran = append(ran, r)
 		}
 	}
-	b.WriteString("<h2>Runs</h2>\n<table><tr><th>strategy</th><th>requests</th><th>confirmed</th><th>conflicts</th><th>errors</th><th>double-booked</th><th>lost</th><th>throughput req/s</th><th>parallelism</th><th>p50 ms</th><th>p99 ms</th><th>max ms</th></tr>\n")
+	b.WriteString("<h2>Runs</h2>\n<table><tr><th>strategy</th><th>requests</th><th>confirmed</th><th>conflicts</th><th>errors</th><th>double-booked</th><th>lost</th><th>overlaps</th><th>refunds</th><th>throughput req/s</th><th>parallelism</th><th>p50 ms</th><th>p99 ms</th><th>max ms</th></tr>\n")
 	for _, r := range runs {
 		if r.Refused != "" {
-			fmt.Fprintf(&b, "<tr><td>%s</td><td colspan=\"11\">refused: %s</td></tr>\n", esc(runName(r)), esc(r.Refused))
+			fmt.Fprintf(&b, "<tr><td>%s</td><td colspan=\"13\">refused: %s</td></tr>\n", esc(runName(r)), esc(r.Refused))
 			continue
 		}
-		fmt.Fprintf(&b, "<tr><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%.1f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td></tr>\n",
+		overlaps, refunds := "-", "-"
+		if p := r.Payments; p != nil {
+			overlaps, refunds = strconv.FormatInt(p.Overlaps, 10), strconv.FormatInt(p.Refunds, 10)
+		}
+		fmt.Fprintf(&b, "<tr><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%.1f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td></tr>\n",
 			esc(runName(r)), r.Requests, r.Succeeded, r.Conflicts, r.Errors, r.DoubleBookedSeats, r.LostBookings,
-			r.ThroughputRPS, r.Parallelism, r.LatencyMS.P50, r.LatencyMS.P99, r.LatencyMS.Max)
+			overlaps, refunds, r.ThroughputRPS, r.Parallelism, r.LatencyMS.P50, r.LatencyMS.P99, r.LatencyMS.Max)
 	}
 	b.WriteString("</table>\n<h2>Latency by percentile</h2>\n")
 	percentilePlot(&b, ran)
@@ -95,6 +100,9 @@ svg{font:11px system-ui,sans-serif} .charts{display:flex;flex-wrap:wrap;gap:1rem
 		b.WriteString("<h2>Strategies side by side</h2>\n<div class=\"charts\">\n")
 		barChart(&b, "confirmed bookings", ran, func(r *report) float64 { return float64(r.Succeeded) }, "%.0f")
 		barChart(&b, "double-booked seats", ran, func(r *report) float64 { return float64(r.DoubleBookedSeats) }, "%.0f")
+		if len(ran) > 0 && ran[0].Payments != nil {
+			barChart(&b, "overlapping charges (two lock holders)", ran, func(r *report) float64 { return float64(r.Payments.overlaps()) }, "%.0f")
+		}
 		barChart(&b, "throughput (req/s)", ran, func(r *report) float64 { return r.ThroughputRPS }, "%.0f")
 		barChart(&b, "parallelism", ran, func(r *report) float64 { return r.Parallelism }, "%.2f")
 		b.WriteString("</div>\n")

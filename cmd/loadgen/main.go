@@ -45,6 +45,9 @@ func exitStatus(err error, stderr io.Writer) int {
 // scenario (or, for "compare", one per strategy), prints the report on
 // stdout and returns errUnsafe (wrapped) when verification failed.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "payments" {
+		return runPayments(ctx, args[1:], stderr)
+	}
 	if len(args) > 0 && args[0] == "compare" {
 		cfg, err := parseFlags("loadgen compare", args[1:], getenv, stderr)
 		if err != nil {

@@ -83,12 +83,15 @@ func runJSON(t *testing.T, args ...string) (*report, error) {
 }
 
 // buildAPI builds cmd/api into a temporary directory.
-func buildAPI(t *testing.T) string {
+func buildAPI(t *testing.T) string { return buildBinary(t, "api") }
+
+// buildBinary builds cmd/<name> into a temporary directory.
+func buildBinary(t *testing.T, name string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "api")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/seatlock/seatlock/cmd/api")
+	bin := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/seatlock/seatlock/cmd/"+name)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/api: %v\n%s", err, out)
+		t.Fatalf("go build ./cmd/%s: %v\n%s", name, err, out)
 	}
 	return bin
 }
@@ -96,12 +99,19 @@ func buildAPI(t *testing.T) string {
 var listening = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
 
 // startAPI starts one API instance on a free port and returns its base URL
-// once it answers. The instance gets SIGTERM, and is waited for, when the
-// test ends.
+// once it answers.
 func startAPI(t *testing.T, bin string, env []string) string {
 	t.Helper()
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), append([]string{"ADDR=127.0.0.1:0"}, env...)...)
+	return startProcess(t, cmd, listening)
+}
+
+// startProcess starts cmd and returns the first match of addr's group in
+// its standard error: the address it listens on. The process gets SIGTERM,
+// and is waited for, when the test ends.
+func startProcess(t *testing.T, cmd *exec.Cmd, addr *regexp.Regexp) string {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -109,15 +119,15 @@ func startAPI(t *testing.T, bin string, env []string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	addr := make(chan string, 1)
+	found := make(chan string, 1)
 	logDone := make(chan struct{})
 	go func() {
 		defer close(logDone)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+			if m := addr.FindStringSubmatch(sc.Text()); m != nil {
 				select {
-				case addr <- m[1]:
+				case found <- m[1]:
 				default:
 				}
 			}
@@ -129,10 +139,10 @@ func startAPI(t *testing.T, bin string, env []string) string {
 		<-logDone
 	})
 	select {
-	case a := <-addr:
+	case a := <-found:
 		return a
 	case <-time.After(30 * time.Second):
-		t.Fatal("API did not log its address within 30s")
+		t.Fatalf("%s did not log its address within 30s", filepath.Base(cmd.Path))
 		return ""
 	}
 }

@@ -62,6 +62,10 @@ type report struct {
 	EventsReceived int64 `json:"events_received,omitempty"`
 	WatchersCut    int64 `json:"watchers_cut,omitempty"`
 
+	// Payments are the payment provider's counts for the run (-payments):
+	// overlaps are two lock holders of one seat at once.
+	Payments *paymentCounts `json:"payments,omitempty"`
+
 	counts
 	Linearizable         verdict  `json:"linearizable"`
 	NonLinearizableSeats []string `json:"non_linearizable_seats,omitempty"`
@@ -195,6 +199,10 @@ func writeText(w io.Writer, r *report) error {
 		row("watchers", "%d event streams, %d events received, %d cut by the server", r.Watchers, r.EventsReceived, r.WatchersCut)
 	}
 	fmt.Fprintln(tw)
+	if p := r.Payments; p != nil {
+		row("payments", "%d charges, %d refunds, %d refused stale", p.Charges, p.Refunds, p.RefusedStale)
+		row("overlaps", "%d (charges for a seat while another was in progress: two lock holders at once)", p.Overlaps)
+	}
 	row("double-booked seats", "%d", r.DoubleBookedSeats)
 	row("lost bookings", "%d", r.LostBookings)
 	row("phantom seats", "%d (%d explained by lost answers, %d contradicted a refusal)",

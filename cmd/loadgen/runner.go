@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/seatlock/seatlock/payment"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -69,7 +71,7 @@ func runScenario(ctx context.Context, cfg config, p progress) (*report, error) {
 	if seed == 0 {
 		seed = mathrand.Uint64()
 	}
-	pick, err := newPicker(cfg.scenario, pool, cfg.seats, seed)
+	pick, err := newPicker(cfg.scenario, pool, cfg.seats, len(cfg.targets), seed)
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +90,14 @@ func runScenario(ctx context.Context, cfg config, p progress) (*report, error) {
 		}
 		if watching, err = startWatchers(ctx, cfg.watchers, cfg.targets, ids); err != nil {
 			return nil, err
+		}
+	}
+	// The provider's counts are read before and after the run: the run's
+	// own are the difference.
+	var paidBefore payment.Stats
+	if cfg.payments != "" {
+		if paidBefore, err = c.paymentStats(ctx, cfg.payments); err != nil {
+			return nil, usagef("payment provider %s is unreachable: %v", cfg.payments, err)
 		}
 	}
 	tick, finish := p.start(total, first.Lock+"/"+first.Guard)
@@ -125,6 +135,16 @@ func runScenario(ctx context.Context, cfg config, p progress) (*report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the final seat map: %w", err)
 	}
+	var paid *paymentCounts
+	if cfg.payments != "" {
+		// Every answer is in, and the API refunds before it answers: the
+		// provider's counts are final.
+		after, err := c.paymentStats(vctx, cfg.payments)
+		if err != nil {
+			return nil, fmt.Errorf("reading the payment provider's counts: %w", err)
+		}
+		paid = since(paidBefore, after)
+	}
 	owners := lookupOwners(vctx, c, setup, phantomBookings(records, before, final.seats))
 	lin := checkLinearizable(histories(records, before, final, owners), cfg.checkTimeout)
 
@@ -145,6 +165,7 @@ func runScenario(ctx context.Context, cfg config, p progress) (*report, error) {
 		Watchers:       cfg.watchers,
 		EventsReceived: events,
 		WatchersCut:    cut,
+		Payments:       paid,
 	}
 	if cfg.rate > 0 {
 		rep.Mode = "open"

@@ -36,14 +36,14 @@ type picker interface {
 
 // newPicker builds the picker of a scenario. seed fixes the random seat
 // popularity of mixed, so that two runs with one seed are comparable.
-func newPicker(scenario string, pool *screeningPool, hotSeats int, seed uint64) (picker, error) {
+func newPicker(scenario string, pool *screeningPool, hotSeats, targets int, seed uint64) (picker, error) {
 	first := pool.first()
 	switch scenario {
 	case scenarioHot:
 		if hotSeats > first.capacity() {
 			return nil, usagef("-seats %d: screening %s has only %d seats", hotSeats, first.ID, first.capacity())
 		}
-		return hotPicker{s: first, seats: hotSeats}, nil
+		return hotPicker{s: first, seats: hotSeats, targets: targets}, nil
 	case scenarioSpread:
 		return spreadPicker{pool: pool}, nil
 	case scenarioMixed:
@@ -54,15 +54,21 @@ func newPicker(scenario string, pool *screeningPool, hotSeats int, seed uint64) 
 	return nil, usagef("unknown scenario %q", scenario)
 }
 
-// hotPicker sends request i to hot seat i mod seats: every client races
-// every other for the same few seats, the worst case for a lock.
+// hotPicker sends every client after the same few hot seats, the worst
+// case for a lock. Request i goes to target i mod targets (the driver's
+// round robin), so consecutive requests ask for the same seat: each hot
+// seat is raced on every instance. (Seat i mod seats would send a seat
+// only ever to one instance whenever the number of seats is a multiple of
+// the number of targets, and a per-process lock would look like a
+// distributed one.)
 type hotPicker struct {
-	s     *screening
-	seats int
+	s       *screening
+	seats   int
+	targets int
 }
 
 func (p hotPicker) pick(_ context.Context, i int, _ *rand.Rand) (target, error) {
-	return target{p.s, []string{seatID(i%p.seats, p.s.SeatsPerRow)}}, nil
+	return target{p.s, []string{seatID(i/max(p.targets, 1)%p.seats, p.s.SeatsPerRow)}}, nil
 }
 
 // spreadPicker gives request i seat i, and moves on to fresh screenings when

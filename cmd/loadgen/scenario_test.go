@@ -17,14 +17,25 @@ func TestSeatID(t *testing.T) {
 }
 
 func TestHotPickerCyclesThroughHotSeats(t *testing.T) {
-	p := hotPicker{s: &screening{ID: "s", Rows: 26, SeatsPerRow: 100}, seats: 3}
-	var got []string
-	for i := range 6 {
-		tg, _ := p.pick(context.Background(), i, nil)
-		got = append(got, tg.seats...)
-	}
-	if fmt.Sprint(got) != "[A1 A2 A3 A1 A2 A3]" {
-		t.Errorf("hot seats = %v", got)
+	for _, tt := range []struct {
+		seats, targets int
+		want           string
+	}{
+		{3, 1, "[A1 A2 A3 A1 A2 A3 A1 A2]"},
+		// Every seat goes to both targets (request i goes to target i
+		// mod 2), even when the seats are a multiple of the targets.
+		{4, 2, "[A1 A1 A2 A2 A3 A3 A4 A4]"},
+		{2, 2, "[A1 A1 A2 A2 A1 A1 A2 A2]"},
+	} {
+		p := hotPicker{s: &screening{ID: "s", Rows: 26, SeatsPerRow: 100}, seats: tt.seats, targets: tt.targets}
+		var got []string
+		for i := range 8 {
+			tg, _ := p.pick(context.Background(), i, nil)
+			got = append(got, tg.seats...)
+		}
+		if fmt.Sprint(got) != tt.want {
+			t.Errorf("%d seats on %d targets: hot seats = %v, want %s", tt.seats, tt.targets, got, tt.want)
+		}
 	}
 }
 

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/seatlock/seatlock/payment"
+)
+
+// runPayments is `loadgen payments`: it serves an in-memory payment
+// provider (package payment) until ctx ends. Point the API instances at it
+// with PAYMENT_URL, and loadgen at it with -payments, to count what the
+// locks protect: overlapping charges for one seat, and refunds.
+func runPayments(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("loadgen payments", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	addr := fs.String("addr", "127.0.0.1:9100", "listen address")
+	check := fs.Bool("check-fences", false, "refuse a charge whose fencing token is older than the newest seen for its seat (409 stale_fence)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(fs, "loadgen payments", stderr)
+			return flag.ErrHelp
+		}
+		return usagef("%v (see loadgen payments -h)", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q (see loadgen payments -h)", fs.Arg(0))
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return usagef("payments: %v", err)
+	}
+	provider := payment.NewProvider(payment.ProviderOptions{CheckFences: *check})
+	srv := &http.Server{Handler: provider.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	fences := "off"
+	if *check {
+		fences = "on"
+	}
+	fmt.Fprintf(stderr, "payments: provider on http://%s (fence checking %s); stats at /v1/stats\n", ln.Addr(), fences)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err = srv.Shutdown(shutdown)
+	<-served
+	s := provider.Stats()
+	fmt.Fprintf(stderr, "payments: %d charges, %d refunds, %d overlaps, %d refused stale, at most %d at once for one seat\n",
+		s.Charges, s.Refunds, s.Overlaps, s.RefusedStale, s.MaxConcurrent)
+	return err
+}
+
+// paymentCounts are the provider's counts for one run: the difference of
+// its stats after and before the run.
+type paymentCounts struct {
+	Charges      int64 `json:"charges"`
+	Refunds      int64 `json:"refunds"`
+	Overlaps     int64 `json:"overlaps"`
+	RefusedStale int64 `json:"refused_stale"`
+}
+
+// paymentStats reads the provider's stats at url (its base URL).
+func (c *client) paymentStats(ctx context.Context, url string) (payment.Stats, error) {
+	var s payment.Stats
+	err := c.do(ctx, http.MethodGet, url+"/v1/stats", nil, http.StatusOK, &s)
+	return s, err
+}
+
+// since returns the counts from before to after.
+func since(before, after payment.Stats) *paymentCounts {
+	return &paymentCounts{
+		Charges:      after.Charges - before.Charges,
+		Refunds:      after.Refunds - before.Refunds,
+		Overlaps:     after.Overlaps - before.Overlaps,
+		RefusedStale: after.RefusedStale - before.RefusedStale,
+	}
+}
+
+// overlaps is p's overlap count, 0 for a run without a provider.
+func (p *paymentCounts) overlaps() int64 {
+	if p == nil {
+		return 0
+	}
+	return p.Overlaps
+}
