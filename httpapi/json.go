@@ -56,6 +56,9 @@ type seatJSON struct {
 	Number    int    `json:"number"`
 	Status    string `json:"status"`
 	BookingID string `json:"booking_id,omitempty"`
+	// Bookings is set only for a seat that more than one confirmed
+	// booking claims (possible under guard=off): all of them, oldest first.
+	Bookings []string `json:"bookings,omitempty"`
 }
 
 // seatMapJSON is the answer of GET /v1/screenings/{id}/seats.
@@ -136,6 +139,7 @@ func toSeatsJSON(seats []reservation.Seat) []seatJSON {
 			Number:    seat.Number,
 			Status:    string(seat.Status),
 			BookingID: seat.BookingID,
+			Bookings:  seat.Bookings,
 		}
 	}
 	return out

@@ -107,6 +107,11 @@ type Seat struct {
 	Number    int    // 7
 	Status    SeatStatus
 	BookingID string // set when booked
+	// Bookings lists every confirmed booking that claims the seat, oldest
+	// first, when there is more than one: a double booking, which only a
+	// blind write (GuardOff) can make. BookingID is the one that holds the
+	// seat now.
+	Bookings []string
 }
 
 // BookingStatus says whether a booking holds its seats.

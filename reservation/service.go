@@ -279,6 +279,10 @@ func (s *Service) Seats(ctx context.Context, screeningID string) (Screening, []S
 	if err != nil {
 		return Screening{}, nil, err
 	}
+	double, err := s.store.DoubleBookedSeats(ctx, sc.ID)
+	if err != nil {
+		return Screening{}, nil, err
+	}
 	seats := make([]Seat, 0, sc.Capacity())
 	for r := range sc.Rows {
 		for n := 1; n <= sc.SeatsPerRow; n++ {
@@ -286,6 +290,7 @@ func (s *Service) Seats(ctx context.Context, screeningID string) (Screening, []S
 			if id, ok := booked[seat.ID]; ok {
 				seat.Status, seat.BookingID = SeatBooked, id
 			}
+			seat.Bookings = double[seat.ID]
 			seats = append(seats, seat)
 		}
 	}

@@ -29,6 +29,13 @@ type Store interface {
 	// exists.
 	BookedSeats(ctx context.Context, screeningID string) (map[string]string, error)
 
+	// DoubleBookedSeats returns the seats of a screening that more than one
+	// confirmed booking claims, each mapped to the ids of those bookings,
+	// oldest first. Only a blind write (GuardOff) can make one: the seat
+	// goes to the last writer, and the booking it was taken from is still
+	// confirmed. It does not check that the screening exists.
+	DoubleBookedSeats(ctx context.Context, screeningID string) (map[string][]string, error)
+
 	// TakenSeats returns which of the given seats of a screening are booked,
 	// in the order given.
 	TakenSeats(ctx context.Context, screeningID string, seats []string) ([]string, error)

@@ -134,3 +134,47 @@ func TestSeatMapInBrowser(t *testing.T) {
 		}
 	})
 }
+
+// Under guard=off two customers can both be confirmed for one seat: the
+// map must show it, live and after a reload, in a colour of its own.
+func TestSeatMapShowsDoubleBooking(t *testing.T) {
+	ctx := browser(t)
+	api := startAPI(t, map[string]string{"DEMO_MODE": "true"})
+	s := createScreening(t, api.url, `{"id":"browser-race","movie":"Race","rows":2,"seats_per_row":4,"lock":"none","guard":"off","payment_delay_ms":300}`)
+	seat := func(id string) string { return `button.seat[data-seat="` + id + `"]` }
+	if err := chromedp.Do(ctx, chromedp.Navigate(api.url+"/?screening="+s.ID), chromedp.WaitVisible(seat("B4"))); err != nil {
+		t.Fatalf("loading the page: %v", err)
+	}
+
+	// Both check B2 while it is free, both pay 300 ms, both write blind.
+	answers := make(chan response, 2)
+	for _, customer := range []string{"ann", "bob"} {
+		go func() { answers <- call(t, "POST", api.url+"/v1/screenings/"+s.ID+"/bookings", bookingBody(customer, "B2")) }()
+	}
+	for range 2 {
+		if r := <-answers; r.status != 201 {
+			t.Fatalf("booking B2 under lock=none guard=off: %d %s; want both confirmed", r.status, r.body)
+		}
+	}
+	if _, seats := seatsOf(t, api.url, s.ID); len(seats["B2"].Bookings) != 2 || seats["B2"].Status != "booked" {
+		t.Fatalf("seats API: B2 is %+v, want booked with 2 bookings", seats["B2"])
+	}
+
+	for _, how := range []string{"live", "after a reload"} {
+		if how != "live" {
+			if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(seat("B4"))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wait, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := chromedp.Do(wait, chromedp.WaitVisible(seat("B2")+".double"))
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: B2 not shown double-booked within 5s: %v", how, err)
+		}
+		counts, err := chromedp.Run(ctx, chromedp.Text("#info"))
+		if err != nil || !strings.Contains(counts, "double-booked 1") || !strings.Contains(counts, "booked 1") {
+			t.Errorf("%s: counts %q (%v), want 1 booked and 1 double-booked", how, counts, err)
+		}
+	}
+}

@@ -244,8 +244,9 @@ type seat struct {
 	ID        string `json:"id"`
 	Row       string `json:"row"`
 	Number    int    `json:"number"`
-	Status    string `json:"status"`
-	BookingID string `json:"booking_id"`
+	Status    string   `json:"status"`
+	BookingID string   `json:"booking_id"`
+	Bookings  []string `json:"bookings"`
 }
 
 type seatMap struct {

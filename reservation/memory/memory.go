@@ -1,9 +1,12 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/seatlock/seatlock/reservation"
@@ -120,6 +123,33 @@ func (s *Store) BookedSeats(ctx context.Context, screeningID string) (map[string
 		}
 	}
 	return out, nil
+}
+
+// DoubleBookedSeats returns the seats that more than one confirmed booking
+// claims, each mapped to their ids, oldest first.
+func (s *Store) DoubleBookedSeats(ctx context.Context, screeningID string) (map[string][]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var live []*booking
+	for _, b := range s.bookings {
+		if b.ScreeningID == screeningID && b.Status == reservation.BookingConfirmed {
+			live = append(live, b)
+		}
+	}
+	slices.SortFunc(live, func(a, b *booking) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+	claims := make(map[string][]string)
+	for _, b := range live {
+		for _, seat := range b.Seats {
+			claims[seat] = append(claims[seat], b.ID)
+		}
+	}
+	maps.DeleteFunc(claims, func(_ string, ids []string) bool { return len(ids) < 2 })
+	return claims, nil
 }
 
 // TakenSeats returns which of the given seats are booked, in the order given.

@@ -139,6 +139,29 @@ func (s *Store) BookedSeats(ctx context.Context, screeningID string) (map[string
 	return booked, nil
 }
 
+// DoubleBookedSeats returns the seats that more than one confirmed booking
+// claims, each mapped to their ids, oldest first.
+func (s *Store) DoubleBookedSeats(ctx context.Context, screeningID string) (map[string][]string, error) {
+	rows, _ := s.pool.Query(ctx, `
+SELECT seat, array_agg(id::text ORDER BY created_at, id)
+FROM bookings CROSS JOIN LATERAL unnest(seats) AS seat
+WHERE screening_id = $1 AND status = 'confirmed'
+GROUP BY seat
+HAVING count(*) > 1`, screeningID)
+	claims := make(map[string][]string)
+	var seat string
+	var ids []string
+	_, err := pgx.ForEachRow(rows, []any{&seat, &ids}, func() error {
+		claims[seat] = ids
+		ids = nil
+		return nil
+	})
+	if err != nil {
+		return nil, translate("double-booked seats", err)
+	}
+	return claims, nil
+}
+
 const selectTakenSeats = `
 SELECT s.seat
 FROM unnest($2::text[]) WITH ORDINALITY AS asked (seat, n)

@@ -291,6 +291,21 @@ func testGuardOff(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 			t.Fatalf("Booking(first): %v", err)
 		}
 		checkBooking(t, got, first.Booking)
+		checkDoubleBooked(t, store, sc.ID, map[string][]string{"A2": {first.Booking.ID, second.Booking.ID}})
+
+		// A cancelled booking no longer claims its seats.
+		if err := store.Cancel(ctx, first.Booking.ID); err != nil {
+			t.Fatalf("Cancel(first): %v", err)
+		}
+		checkDoubleBooked(t, store, sc.ID, map[string][]string{})
+	})
+
+	t.Run("fenced writes never double-book", func(t *testing.T) {
+		store := newStore(t)
+		sc := newScreening(t, store)
+		mustBook(t, store, newWrite(sc, "A1", "A2"))
+		mustBook(t, store, newWrite(sc, "A3"))
+		checkDoubleBooked(t, store, sc.ID, map[string][]string{})
 	})
 
 	t.Run("blind write ignores stale fences but records newer ones", func(t *testing.T) {
@@ -748,4 +763,22 @@ func checkRecord(t *testing.T, got, want reservation.IdempotencyRecord) {
 func utc(sc reservation.Screening) reservation.Screening {
 	sc.StartsAt = sc.StartsAt.UTC()
 	return sc
+}
+
+// checkDoubleBooked fails t unless the seats claimed by more than one
+// confirmed booking are exactly want.
+func checkDoubleBooked(t *testing.T, store reservation.Store, screeningID string, want map[string][]string) {
+	t.Helper()
+	got, err := store.DoubleBookedSeats(t.Context(), screeningID)
+	if err != nil {
+		t.Fatalf("DoubleBookedSeats: %v", err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("double-booked seats %v, want %v", got, want)
+	}
+	for seat, ids := range want {
+		if !slices.Equal(got[seat], ids) {
+			t.Errorf("seat %s claimed by %v, want %v (oldest first)", seat, got[seat], ids)
+		}
+	}
 }
