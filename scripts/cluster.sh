@@ -15,13 +15,19 @@
 #   INSTANCES     default 3
 #   BASE_PORT     default 8081 (instances listen on BASE_PORT, BASE_PORT+1, ...)
 #   CLUSTER_DIR   default ${TMPDIR:-/tmp}/seatlock-cluster (binary, pids, logs)
+#   PAYMENTS_ADDR default 127.0.0.1:9100: the payment provider (loadgen payments)
+#                 the instances charge through; PAYMENT_URL set means use that
+#                 provider instead, and PAYMENTS_ADDR=off means none (simulated
+#                 payments)
+#   CHECK_FENCES  default false: true starts the provider with -check-fences
 # Every other cmd/api setting (LOCK_STRATEGY, PAYMENT_DELAY, ADMIN_TOKEN, ...)
 # is passed through from the environment. DEMO_MODE is true unless set, so
 # that the unsafe strategies can be shown.
 #
 # Example:
 #   scripts/cluster.sh &
-#   go run ./cmd/loadgen compare -targets http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083
+#   go run ./cmd/loadgen compare -payments http://127.0.0.1:9100 \
+#     -targets http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083
 #   scripts/cluster.sh stop
 set -euo pipefail
 
@@ -31,6 +37,8 @@ export DEMO_MODE="${DEMO_MODE:-true}"
 instances="${INSTANCES:-3}"
 base_port="${BASE_PORT:-8081}"
 dir="${CLUSTER_DIR:-${TMPDIR:-/tmp}/seatlock-cluster}"
+payments_addr="${PAYMENTS_ADDR:-127.0.0.1:9100}"
+check_fences="${CHECK_FENCES:-false}"
 pids_file="$dir/pids"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -63,11 +71,28 @@ start() {
 		echo "cluster.sh: a cluster seems to run already ($pids_file); run: $0 stop" >&2
 		exit 2
 	fi
-	echo "building cmd/api into $dir/api" >&2
-	(cd "$root" && go build -o "$dir/api" ./cmd/api)
+	echo "building cmd/api and cmd/loadgen into $dir" >&2
+	(cd "$root" && go build -o "$dir/api" ./cmd/api && go build -o "$dir/loadgen" ./cmd/loadgen)
 
 	trap 'stop_all; exit 0' INT TERM
 	trap 'stop_all' EXIT
+	# The payment provider starts first: the instances charge through it.
+	if [[ -z "${PAYMENT_URL:-}" && "$payments_addr" != off ]]; then
+		local fences=()
+		[[ "$check_fences" == true ]] && fences=(-check-fences)
+		"$dir/loadgen" payments -addr "$payments_addr" "${fences[@]}" >"$dir/payments.log" 2>&1 &
+		echo $! >>"$pids_file"
+		export PAYMENT_URL="http://$payments_addr"
+		for _ in $(seq 100); do
+			curl -fsS -o /dev/null "$PAYMENT_URL/v1/stats" 2>/dev/null && break
+			sleep 0.1
+		done
+		curl -fsS -o /dev/null "$PAYMENT_URL/v1/stats" || {
+			echo "cluster.sh: the payment provider did not start; its log:" >&2
+			cat "$dir/payments.log" >&2
+			exit 1
+		}
+	fi
 	local targets=() port i
 	for ((i = 0; i < instances; i++)); do
 		port=$((base_port + i))
@@ -98,7 +123,12 @@ start() {
 		echo "${targets[*]}"
 	)"
 	echo "cluster of $instances instances up (logs in $dir); Ctrl-C or '$0 stop' stops it" >&2
-	echo "-targets $joined"
+	if [[ -n "${PAYMENT_URL:-}" ]]; then
+		echo "payments through $PAYMENT_URL (pass -payments $PAYMENT_URL to loadgen)" >&2
+		echo "-targets $joined -payments $PAYMENT_URL"
+	else
+		echo "-targets $joined"
+	fi
 	# Wait for the instances; 'cluster.sh stop' ends them and so this wait.
 	wait
 }
