@@ -9,9 +9,10 @@ lab_check_sync docs/workshop/labs/04.sh docs/workshop/04-scale-out.md
 
 lab_build # lab
 DB=$(lab_db) # lab
-API1=$(lab_start api1 DATABASE_URL="$DB" DEMO_MODE=true) # lab
-API2=$(lab_start api2 DATABASE_URL="$DB" DEMO_MODE=true) # lab
-API3=$(lab_start api3 DATABASE_URL="$DB" DEMO_MODE=true) # lab
+PAY=$(lab_payments) # lab
+API1=$(lab_start api1 DATABASE_URL="$DB" DEMO_MODE=true PAYMENT_URL="$PAY") # lab
+API2=$(lab_start api2 DATABASE_URL="$DB" DEMO_MODE=true PAYMENT_URL="$PAY") # lab
+API3=$(lab_start api3 DATABASE_URL="$DB" DEMO_MODE=true PAYMENT_URL="$PAY") # lab
 ALL="$API1,$API2,$API3" # lab
 
 # The race needs two instances in one seat's critical section at once; with
@@ -24,11 +25,14 @@ for try in 1 2 3; do
 done
 lab_expect "$LAB_DIR/keyed.txt" '^double-booked seats +[1-9]' "keyed across 3 instances double-books"
 
-"$BIN/loadgen" -targets "$ALL" -scenario hot -seats 8 -clients 24 -requests 200 -lock keyed+redis -guard off -payment-delay 50ms | tee "$LAB_DIR/redis.txt" # lab
+"$BIN/loadgen" -targets "$ALL" -scenario hot -seats 8 -clients 24 -requests 200 -lock keyed+redis -guard off -payment-delay 50ms -payments "$PAY" | tee "$LAB_DIR/redis.txt" # lab
 lab_expect "$LAB_DIR/redis.txt" '^double-booked seats +0$' "keyed+redis: no double booking"
+lab_expect "$LAB_DIR/redis.txt" '^overlaps +0 ' "keyed+redis: no overlapping charge"
 lab_expect "$LAB_DIR/redis.txt" '^result +CLEAN' "keyed+redis: result CLEAN"
 
 # Exercise: keyed again, with the fenced write.
-"$BIN/loadgen" -targets "$ALL" -scenario hot -seats 8 -clients 24 -requests 200 -lock keyed -guard fence -payment-delay 50ms | tee "$LAB_DIR/fence.txt" # lab
+"$BIN/loadgen" -targets "$ALL" -scenario hot -seats 8 -clients 24 -requests 200 -lock keyed -guard fence -payment-delay 50ms -payments "$PAY" | tee "$LAB_DIR/fence.txt" # lab
 lab_expect "$LAB_DIR/fence.txt" '^result +CLEAN' "keyed+fence: result CLEAN"
+lab_expect "$LAB_DIR/fence.txt" '^overlaps +[1-9]' "keyed+fence: overlapping charges across instances"
+lab_expect "$LAB_DIR/fence.txt" '^payments +[0-9]+ charges, [1-9][0-9]* refunds' "keyed+fence: refunds"
 echo "lab 4 passed"

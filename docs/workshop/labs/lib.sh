@@ -18,6 +18,9 @@
 #   lab_pid NAME           the process id of instance NAME
 #   lab_redis              start a private redis-server on a free port; print its URL
 #   lab_zookeeper          start a ZooKeeper server if installed; print host:port
+#   lab_payments [-check-fences]
+#                          start the payment provider (loadgen payments) on a
+#                          free port; print its URL
 #   lab_cleanup            stop everything started above, drop the databases
 #
 # It changes no shell option: the lab scripts set -eu themselves, and your
@@ -96,6 +99,20 @@ lab_redis() {
 		echo "lab_redis: redis-server did not start on $port:" >&2
 		tail -n 3 "$LAB_DIR/redis-$port.log" >&2
 	done
+	return 1
+}
+
+lab_payments() {
+	local port
+	port=$(lab_free_port)
+	"$BIN/loadgen" payments -addr "127.0.0.1:$port" "$@" >"$LAB_DIR/payments-$port.log" 2>&1 </dev/null &
+	echo "$! payments-$port" >>"$LAB_DIR/pids"
+	for _ in $(seq 100); do
+		curl -fsS -o /dev/null "http://127.0.0.1:$port/v1/stats" 2>/dev/null && { echo "http://127.0.0.1:$port"; return 0; }
+		sleep 0.1
+	done
+	echo "lab_payments: the payment provider did not start; its log:" >&2
+	cat "$LAB_DIR/payments-$port.log" >&2
 	return 1
 }
 
