@@ -60,45 +60,37 @@ func TestPaymentChargesEveryConfirmedBooking(t *testing.T) {
 
 // A writer whose fenced write is refused after its charge went through is
 // refunded before it answers: charges minus refunds is the confirmed
-// bookings.
-func TestPaymentRefundedWhenTheGuardedWriteRefuses(t *testing.T) {
-	l := &fakeLocker{fence: 10}
-	svc, sc, p := withProvider(t, l, false)
-	first, err := book(svc, sc.ID, "new holder", "A1")
-	if err != nil {
-		t.Fatal(err)
+// bookings. A provider that checks fences refuses the charge itself, and
+// there is nothing to refund.
+func TestPaymentStaleHolder(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		checkFences bool
+		want        payment.Stats
+	}{
+		{"refunded when the guarded write refuses", false, payment.Stats{Charges: 2, Refunds: 1, MaxConcurrent: 1}},
+		{"refused by a provider that checks fences", true, payment.Stats{Charges: 1, RefusedStale: 1, MaxConcurrent: 1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l := &fakeLocker{fence: 10}
+			svc, sc, p := withProvider(t, l, tt.checkFences)
+			first, err := book(svc, sc.ID, "new holder", "A1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := svc.Cancel(context.Background(), first.Booking.ID, first.Token); err != nil {
+				t.Fatal(err)
+			}
+			l.fence = 9 // a holder from before, whose lease ran out
+			if _, err := book(svc, sc.ID, "stale holder", "A1"); !errors.Is(err, reservation.ErrLockLost) {
+				t.Fatalf("stale booking: %v, want ErrLockLost", err)
+			}
+			if got := p.Stats(); got != tt.want {
+				t.Errorf("stats %+v, want %+v", got, tt.want)
+			}
+			seatFree(t, svc, sc.ID, "A1")
+		})
 	}
-	if err := svc.Cancel(context.Background(), first.Booking.ID, first.Token); err != nil {
-		t.Fatal(err)
-	}
-	l.fence = 9 // a holder from before, whose lease ran out
-	if _, err := book(svc, sc.ID, "stale holder", "A1"); !errors.Is(err, reservation.ErrLockLost) {
-		t.Fatalf("stale booking: %v, want ErrLockLost", err)
-	}
-	if got := p.Stats(); got.Charges != 2 || got.Refunds != 1 {
-		t.Errorf("stats %+v, want 2 charges and 1 refund", got)
-	}
-	seatFree(t, svc, sc.ID, "A1")
-}
-
-func TestPaymentStaleFenceRefusedByTheProvider(t *testing.T) {
-	l := &fakeLocker{fence: 10}
-	svc, sc, p := withProvider(t, l, true)
-	first, err := book(svc, sc.ID, "new holder", "A1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Cancel(context.Background(), first.Booking.ID, first.Token); err != nil {
-		t.Fatal(err)
-	}
-	l.fence = 9
-	if _, err := book(svc, sc.ID, "stale holder", "A1"); !errors.Is(err, reservation.ErrLockLost) {
-		t.Fatalf("stale booking: %v, want ErrLockLost", err)
-	}
-	if got := p.Stats(); got.Charges != 1 || got.RefusedStale != 1 || got.Refunds != 0 {
-		t.Errorf("stats %+v, want 1 charge, 1 refused, no refund (nothing to give back)", got)
-	}
-	seatFree(t, svc, sc.ID, "A1")
 }
 
 func TestPaymentLostLockEndsTheCharge(t *testing.T) {
