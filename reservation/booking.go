@@ -1,0 +1,301 @@
+package reservation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// BookRequest is a request to book seats.
+type BookRequest struct {
+	ScreeningID    string
+	Seats          []string
+	Customer       string
+	IdempotencyKey string // optional
+}
+
+// Confirmation is the answer to a successful booking: the booking and its
+// secret token, which the customer needs to cancel it and which is shown
+// only here.
+type Confirmation struct {
+	Booking Booking
+	Token   string
+}
+
+// Book books seats for a customer, all or nothing. It validates the request,
+// sorts the seats, takes the locks of the screening's strategy in that order,
+// checks the seats are free, waits the payment delay, writes through the
+// screening's guard, and releases the locks. Under LockPostgresXact all of
+// it, from the locks to the write, runs in one transaction of the store
+// (see TxBooker).
+//
+// It returns ErrInvalid, ErrNotFound, ErrSeatTaken (a *SeatsTakenError),
+// ErrSeatBusy when the locks could not be had within the lock wait,
+// ErrLockLost when the lock was lost before the write, ErrIdempotencyMismatch,
+// ErrUnavailable, or the context's error. A request with an idempotency key
+// that already made a booking returns that booking's confirmation again.
+func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, error) {
+	sc, err := s.Screening(ctx, req.ScreeningID)
+	if err != nil {
+		return Confirmation{}, err
+	}
+	seats, err := validateBooking(sc, req)
+	if err != nil {
+		return Confirmation{}, err
+	}
+	var idem *idempotency
+	if req.IdempotencyKey != "" {
+		idem = newIdempotency(req.IdempotencyKey, seats, req.Customer)
+		if c, ok, err := s.replay(ctx, s.store, sc.ID, idem); ok || err != nil {
+			return c, err
+		}
+	}
+	if sc.Lock == LockPostgresXact {
+		return s.bookInTransaction(ctx, sc, seats, req.Customer, idem)
+	}
+
+	lease, err := s.lock(ctx, sc, seats)
+	if err != nil {
+		return Confirmation{}, err
+	}
+	defer s.release(ctx, lease)
+
+	// A request with the same key may have booked while this one waited
+	// for the locks.
+	if idem != nil {
+		if c, ok, err := s.replay(ctx, s.store, sc.ID, idem); ok || err != nil {
+			return c, err
+		}
+	}
+	taken, err := s.store.TakenSeats(ctx, sc.ID, seats)
+	if err != nil {
+		return Confirmation{}, err
+	}
+	if len(taken) > 0 {
+		// Without a lock (LockNone), a request with the same key may have
+		// written between the replay check above and this one: its seats
+		// are the ones taken, and the right answer is its confirmation.
+		if idem != nil {
+			if c, ok, err := s.replay(ctx, s.store, sc.ID, idem); ok || err != nil {
+				return c, err
+			}
+		}
+		return Confirmation{}, &SeatsTakenError{Seats: taken}
+	}
+	return s.payAndWrite(ctx, sc, seats, req.Customer, lease, idem)
+}
+
+// bookInTransaction runs the critical section of LockPostgresXact: the
+// store opens one transaction, locks the seats in it, and everything from
+// the check to the write happens inside, reading through the transaction.
+// The write needs no fencing token: the lock cannot be lost without the
+// transaction failing, and then nothing is written. GuardFence still makes
+// the write conditional, as a second line of defence.
+func (s *Service) bookInTransaction(ctx context.Context, sc Screening, seats []string, customer string, idem *idempotency) (Confirmation, error) {
+	tb, ok := s.store.(TxBooker)
+	if !ok {
+		return Confirmation{}, fmt.Errorf("screening %s: lock strategy %q needs a store that books in a transaction: %w", sc.ID, sc.Lock, ErrUnavailable)
+	}
+	// c is the answer: the new booking, or the one a request with the
+	// same key made while this one waited; chargeID is the charge the
+	// payment made. Only the callback sets them, and BookLocked has
+	// returned before they are read.
+	var c Confirmation
+	replayed := false
+	chargeID := ""
+	err := tb.BookLocked(ctx, sc.ID, seats, s.opts.LockWait, func(ctx context.Context, r Reader) (*Write, error) {
+		if idem != nil {
+			var err error
+			if c, replayed, err = s.replay(ctx, r, sc.ID, idem); replayed || err != nil {
+				return nil, err
+			}
+		}
+		taken, err := r.TakenSeats(ctx, sc.ID, seats)
+		if err != nil {
+			return nil, err
+		}
+		if len(taken) > 0 {
+			return nil, &SeatsTakenError{Seats: taken}
+		}
+		w, conf, err := s.newWrite(sc, seats, customer, noLease{}, idem)
+		if err != nil {
+			return nil, err
+		}
+		c = conf
+		if chargeID, err = s.pay(ctx, sc, w, noLease{}); err != nil {
+			return nil, err
+		}
+		return &w, nil
+	})
+	if err != nil {
+		// The transaction rolled back: nothing was booked.
+		s.refund(ctx, chargeID, c.Booking.ID)
+	}
+	switch {
+	case err == nil && replayed:
+		return c, nil
+	case errors.Is(err, ErrSeatBusy):
+		return Confirmation{}, &messageError{kind: ErrSeatBusy, msg: fmt.Sprintf("seats %s are being booked by someone else; try again", strings.Join(seats, ", "))}
+	case ctx.Err() != nil && err != nil:
+		return Confirmation{}, ctx.Err()
+	}
+	return s.written(ctx, sc.ID, c, idem, err)
+}
+
+// validateBooking checks a booking request against the screening and returns
+// its seats sorted.
+func validateBooking(sc Screening, req BookRequest) ([]string, error) {
+	if len(req.Seats) == 0 || len(req.Seats) > MaxSeatsPerBooking {
+		return nil, invalidf("seats must list 1 to %d seats", MaxSeatsPerBooking)
+	}
+	if err := validText(req.Customer, MaxCustomerLen); err != nil {
+		return nil, invalidf("customer %s", err)
+	}
+	seats := slices.Clone(req.Seats)
+	for _, id := range seats {
+		if _, _, err := ParseSeatID(id); err != nil {
+			return nil, &messageError{kind: ErrInvalid, msg: err.Error()}
+		}
+		if !sc.HasSeat(id) {
+			return nil, invalidf("seat %q is not in screening %s (%d rows of %d seats)", id, sc.ID, sc.Rows, sc.SeatsPerRow)
+		}
+	}
+	sortSeats(seats)
+	for i := 1; i < len(seats); i++ {
+		if seats[i] == seats[i-1] {
+			return nil, invalidf("seat %q is listed twice", seats[i])
+		}
+	}
+	return seats, nil
+}
+
+// sortSeats puts seat ids in their one canonical order (row, then number), the
+// order in which every booking takes its locks, so that two bookings with
+// overlapping seats can never wait for each other in a cycle.
+func sortSeats(seats []string) {
+	slices.SortFunc(seats, func(a, b string) int {
+		ra, na, _ := ParseSeatID(a)
+		rb, nb, _ := ParseSeatID(b)
+		if ra != rb {
+			return int(ra) - int(rb)
+		}
+		return na - nb
+	})
+}
+
+// lock takes the seat locks of the screening's strategy, waiting at most the
+// service's lock wait.
+func (s *Service) lock(ctx context.Context, sc Screening, seats []string) (SeatLease, error) {
+	if sc.Lock == LockNone {
+		return noLease{}, nil
+	}
+	locker, ok := s.opts.Lockers[sc.Lock]
+	if !ok {
+		return nil, fmt.Errorf("screening %s: lock strategy %q is not offered by this server: %w", sc.ID, sc.Lock, ErrUnavailable)
+	}
+	wait, cancel := context.WithTimeout(ctx, s.opts.LockWait)
+	defer cancel()
+	lease, err := locker.LockSeats(wait, sc.ID, seats)
+	switch {
+	case err == nil:
+		return lease, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, &messageError{kind: ErrSeatBusy, msg: fmt.Sprintf("seats %s are being booked by someone else; try again", strings.Join(seats, ", "))}
+	default:
+		return nil, err
+	}
+}
+
+// release gives the locks up. It runs after the request may have been
+// cancelled, so it uses a context of its own: a lock left behind would
+// block the seat until its lease ran out.
+func (s *Service) release(ctx context.Context, lease SeatLease) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := lease.Release(ctx); err != nil {
+		s.opts.Logger.Warn("releasing seat locks", "err", err)
+	}
+}
+
+// payAndWrite pays for the booking and records it through the screening's
+// guard. A charge that went through is refunded when the booking is not
+// confirmed after all: the lock was lost, or the guarded write refused it.
+func (s *Service) payAndWrite(ctx context.Context, sc Screening, seats []string, customer string, lease SeatLease, idem *idempotency) (Confirmation, error) {
+	w, c, err := s.newWrite(sc, seats, customer, lease, idem)
+	if err != nil {
+		return Confirmation{}, err
+	}
+	chargeID, err := s.pay(ctx, sc, w, lease)
+	if err == nil {
+		err = s.store.Book(ctx, w)
+	}
+	if err != nil {
+		s.refund(ctx, chargeID, w.Booking.ID)
+	}
+	return s.written(ctx, sc.ID, c, idem, err)
+}
+
+// newWrite builds the write of a new booking, with the lease's fencing
+// tokens, and the confirmation to answer once it is written.
+func (s *Service) newWrite(sc Screening, seats []string, customer string, lease SeatLease, idem *idempotency) (Write, Confirmation, error) {
+	token, tokenHash, err := newToken()
+	if err != nil {
+		return Write{}, Confirmation{}, err
+	}
+	b := Booking{
+		ID:          uuid.NewString(),
+		ScreeningID: sc.ID,
+		Seats:       seats,
+		Customer:    customer,
+		Status:      BookingConfirmed,
+		CreatedAt:   s.opts.Now().UTC().Truncate(time.Microsecond),
+	}
+	w := Write{Booking: b, TokenHash: tokenHash, Guard: sc.Guard, Fences: make(map[string]int64, len(seats))}
+	for _, seat := range seats {
+		if f := lease.Fence(seat); f != 0 {
+			w.Fences[seat] = f
+		}
+	}
+	if idem != nil {
+		rec, err := idem.record(b.ID, token, b.CreatedAt)
+		if err != nil {
+			return Write{}, Confirmation{}, err
+		}
+		w.Idempotency = &rec
+	}
+	return w, Confirmation{Booking: b, Token: token}, nil
+}
+
+// written turns the outcome of a booking's write into the answer: c when
+// the write succeeded (err == nil), and tells the event publisher.
+func (s *Service) written(ctx context.Context, screeningID string, c Confirmation, idem *idempotency, err error) (Confirmation, error) {
+	switch {
+	case err == nil:
+		s.publish(ctx, EventBooked, c.Booking)
+		return c, nil
+	case errors.Is(err, ErrStaleToken):
+		return Confirmation{}, fmt.Errorf("a newer lock holder has written these seats: %w", ErrLockLost)
+	case errors.Is(err, ErrConflict) && idem != nil:
+		// Only possible when the same key came with other seats (their
+		// locks do not exclude each other) or without a lock: another
+		// request with the same key wrote first.
+		c, _, err := s.replay(ctx, s.store, screeningID, idem)
+		return c, err
+	default:
+		return Confirmation{}, err
+	}
+}
+
+// noLease is the lease of LockNone: nothing held, nothing to lose.
+type noLease struct{}
+
+func (noLease) Fence(string) int64            { return 0 }
+func (noLease) Lost() <-chan struct{}         { return nil }
+func (noLease) Release(context.Context) error { return nil }

@@ -1,0 +1,170 @@
+package reservation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// maxCachedScreenings bounds the screening cache; beyond it screenings are
+// read from the store as if there were no cache.
+const maxCachedScreenings = 4096
+
+// screeningCache is a bounded map of immutable screenings by id.
+type screeningCache struct {
+	// mu protects m. Readers (every booking) share it; writers hold it
+	// only to add one entry.
+	mu sync.RWMutex
+	m  map[string]Screening
+}
+
+func (c *screeningCache) get(id string) (Screening, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	sc, ok := c.m[id]
+	return sc, ok
+}
+
+func (c *screeningCache) put(sc Screening) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string]Screening)
+	}
+	if len(c.m) < maxCachedScreenings {
+		c.m[sc.ID] = sc
+	}
+}
+
+// NewScreening is a request to create a screening. Zero values take the
+// service's defaults; PaymentDelay is a pointer so that an explicit 0 can be
+// told from none.
+type NewScreening struct {
+	ID           string
+	Movie        string
+	StartsAt     time.Time
+	Rows         int
+	SeatsPerRow  int
+	Lock         Strategy
+	Guard        Guard
+	PaymentDelay *time.Duration
+}
+
+// CreateScreening validates and stores a new screening. It returns
+// ErrInvalid for a bad request and ErrConflict when the id is taken.
+func (s *Service) CreateScreening(ctx context.Context, req NewScreening) (Screening, error) {
+	sc := Screening{
+		ID:           req.ID,
+		Movie:        req.Movie,
+		StartsAt:     req.StartsAt,
+		Rows:         req.Rows,
+		SeatsPerRow:  req.SeatsPerRow,
+		Lock:         req.Lock,
+		Guard:        req.Guard,
+		PaymentDelay: s.opts.DefaultPaymentDelay,
+	}
+	if sc.ID == "" {
+		sc.ID = uuid.NewString()
+	} else if err := validID(sc.ID); err != nil {
+		return Screening{}, invalidf("id %s", err)
+	}
+	if err := validText(sc.Movie, MaxMovieLen); err != nil {
+		return Screening{}, invalidf("movie %s", err)
+	}
+	if sc.StartsAt.IsZero() {
+		sc.StartsAt = s.opts.Now()
+	}
+	sc.StartsAt = sc.StartsAt.UTC().Truncate(time.Second)
+	if sc.Rows < 1 || sc.Rows > MaxRows {
+		return Screening{}, invalidf("rows must be from 1 to %d", MaxRows)
+	}
+	if sc.SeatsPerRow < 1 || sc.SeatsPerRow > MaxSeatsPerRow {
+		return Screening{}, invalidf("seats_per_row must be from 1 to %d", MaxSeatsPerRow)
+	}
+	if sc.Lock == "" {
+		sc.Lock = s.opts.DefaultLock
+	}
+	if sc.Guard == "" {
+		sc.Guard = s.opts.DefaultGuard
+	}
+	if err := s.checkChoice(sc.Lock, sc.Guard); err != nil {
+		return Screening{}, err
+	}
+	if req.PaymentDelay != nil {
+		sc.PaymentDelay = *req.PaymentDelay
+	}
+	if sc.PaymentDelay < 0 || sc.PaymentDelay > MaxPaymentDelay {
+		return Screening{}, invalidf("payment_delay_ms must be from 0 to %d", MaxPaymentDelay.Milliseconds())
+	}
+	sc.PaymentDelay = sc.PaymentDelay.Truncate(time.Millisecond)
+	if err := s.store.CreateScreening(ctx, sc); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return Screening{}, &messageError{kind: ErrConflict, msg: fmt.Sprintf("a screening with id %q exists", sc.ID)}
+		}
+		return Screening{}, err
+	}
+	return sc, nil
+}
+
+// EnsureScreening creates the screening unless one with its id exists. It is
+// how the service makes sure the demo screening is there at start-up.
+func (s *Service) EnsureScreening(ctx context.Context, req NewScreening) error {
+	_, err := s.CreateScreening(ctx, req)
+	if errors.Is(err, ErrConflict) {
+		return nil
+	}
+	return err
+}
+
+// Screening returns a screening, or ErrNotFound.
+func (s *Service) Screening(ctx context.Context, id string) (Screening, error) {
+	if validID(id) != nil {
+		return Screening{}, ErrNotFound
+	}
+	if sc, ok := s.screenings.get(id); ok {
+		return sc, nil
+	}
+	sc, err := s.store.Screening(ctx, id)
+	if err != nil {
+		return Screening{}, err
+	}
+	s.screenings.put(sc)
+	return sc, nil
+}
+
+// Screenings returns every screening, oldest first.
+func (s *Service) Screenings(ctx context.Context) ([]Screening, error) {
+	return s.store.Screenings(ctx)
+}
+
+// Seats returns the seat map of a screening, row by row, or ErrNotFound.
+func (s *Service) Seats(ctx context.Context, screeningID string) (Screening, []Seat, error) {
+	sc, err := s.Screening(ctx, screeningID)
+	if err != nil {
+		return Screening{}, nil, err
+	}
+	booked, err := s.store.BookedSeats(ctx, sc.ID)
+	if err != nil {
+		return Screening{}, nil, err
+	}
+	double, err := s.store.DoubleBookedSeats(ctx, sc.ID)
+	if err != nil {
+		return Screening{}, nil, err
+	}
+	seats := make([]Seat, 0, sc.Capacity())
+	for r := range sc.Rows {
+		for n := 1; n <= sc.SeatsPerRow; n++ {
+			seat := Seat{ID: SeatID(r, n), Row: string(rune('A' + r)), Number: n, Status: SeatFree}
+			if id, ok := booked[seat.ID]; ok {
+				seat.Status, seat.BookingID = SeatBooked, id
+			}
+			seat.Bookings = double[seat.ID]
+			seats = append(seats, seat)
+		}
+	}
+	return sc, seats, nil
+}
