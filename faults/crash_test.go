@@ -13,7 +13,7 @@ import (
 )
 
 // lockKey is the Redis key of a seat's lock (distlock's default prefix and
-// locking.SeatKey; see the "Redis keys" section of the distlock package
+// reservation.SeatKey; see the "Redis keys" section of the distlock package
 // comment).
 func lockKey(screeningID, seat string) string {
 	return "seatlock:lock:{" + screeningID + "}:" + seat

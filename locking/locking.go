@@ -96,9 +96,9 @@ type distributed struct {
 	l distlock.Locker
 }
 
-// SeatKey returns the distributed lock key of a seat.
+// SeatKey returns the distributed lock key of a seat (reservation.SeatKey).
 func SeatKey(screeningID, seat string) string {
-	return "{" + screeningID + "}:" + seat
+	return reservation.SeatKey(screeningID, seat)
 }
 
 func (d distributed) LockSeats(ctx context.Context, screeningID string, seats []string) (reservation.SeatLease, error) {

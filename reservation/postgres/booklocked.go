@@ -31,7 +31,7 @@ const rollbackTimeout = 5 * time.Second
 // fencing token to check.
 //
 // The locks are keyed "{screening}:seat" in pglock's default namespace,
-// the keys of the postgres strategy's session locks (locking.SeatKey), so
+// the keys of the postgres strategy's session locks (reservation.SeatKey), so
 // that the two Postgres strategies exclude each other on a seat.
 //
 // The connection and the locks must be had within lockWait, else the error
@@ -115,7 +115,7 @@ func (s *Store) lockSeats(ctx context.Context, screeningID string, seats []strin
 
 	keys := make([]string, len(seats))
 	for i, seat := range seats {
-		keys[i] = seatKey(screeningID, seat)
+		keys[i] = reservation.SeatKey(screeningID, seat)
 	}
 	timeout := max(time.Until(deadline), time.Millisecond)
 	_, err = tx.Exec(wait, `SELECT set_config('lock_timeout', $1, true)`, fmt.Sprintf("%dms", timeout.Milliseconds()))
@@ -139,12 +139,6 @@ func (s *Store) lockSeats(ctx context.Context, screeningID string, seats []strin
 	}
 	ok = true
 	return tx, nil
-}
-
-// seatKey is the lock key of a seat: locking.SeatKey, spelt out here so
-// that the store does not depend on the lockers.
-func seatKey(screeningID, seat string) string {
-	return "{" + screeningID + "}:" + seat
 }
 
 // txReader reads through the transaction that holds a booking's locks.
