@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -172,69 +174,86 @@ func handleEvents(svc *reservation.Service, hub *Hub, heartbeat time.Duration) g
 
 		// The server's write timeout counts from the start of the request;
 		// a stream instead gets a deadline per write (see send).
-		rc := http.NewResponseController(c.Writer)
 		h := c.Writer.Header()
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-cache")
 		h.Set("X-Accel-Buffering", "no") // tell nginx not to buffer
 		c.Status(http.StatusOK)
-
-		// send writes one chunk and flushes it; false means the client is
-		// gone or too slow.
-		send := func(chunk []byte) bool {
-			_ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
-			if _, err := c.Writer.Write(chunk); err != nil {
-				return false
-			}
-			return rc.Flush() == nil
-		}
+		w := sseWriter{w: c.Writer, rc: http.NewResponseController(c.Writer)}
 		// "retry" makes a browser reconnect after a second, not three.
-		if !send([]byte("retry: 1000\n\n" + sseEvent("snapshot", toSnapshotJSON(sc, seats)))) {
+		if !w.send([]byte("retry: 1000\n\n" + sseEvent("snapshot", toSnapshotJSON(sc, seats)))) {
 			return
 		}
-		tick := time.NewTicker(heartbeat)
-		defer tick.Stop()
-		gather := time.NewTimer(sseGather)
-		defer gather.Stop()
-		var burst []byte // reused by every write of this stream
-		for {
-			select {
-			case <-ctx.Done():
+		relay(ctx, w, s, heartbeat)
+	}
+}
+
+// sseWriter writes the chunks of one event stream.
+type sseWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+// send writes one chunk and flushes it; false means the client is gone or
+// too slow.
+func (w sseWriter) send(chunk []byte) bool {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+	if _, err := w.w.Write(chunk); err != nil {
+		return false
+	}
+	return w.rc.Flush() == nil
+}
+
+// relay writes the events of s to w, in bursts, with a heartbeat comment
+// when idle, until ctx ends, s closes or a write fails.
+func relay(ctx context.Context, w sseWriter, s *stream, heartbeat time.Duration) {
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	gather := time.NewTimer(sseGather)
+	defer gather.Stop()
+	var burst []byte // reused by every write of this stream
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case frame, ok := <-s.events:
+			if !ok {
 				return
-			case frame, ok := <-s.events:
-				if !ok {
-					return
-				}
-				// Under load, let the events that follow this one gather
-				// for a moment, then write them all and flush once: one
-				// system call (and one wake-up of this goroutine and of
-				// the reader) per burst instead of per event is what lets
-				// many pages keep up without slowing the bookings. The
-				// page receives the same bytes, at most sseGather later.
-				gather.Reset(sseGather)
-				select {
-				case <-ctx.Done():
-					return
-				case <-gather.C:
-				}
-				burst = append(burst[:0], frame...)
-				for more := len(s.events); more > 0; more-- {
-					frame, ok := <-s.events
-					if !ok {
-						break // closed: write what came before; the next receive ends the stream
-					}
-					burst = append(burst, frame...)
-				}
-				if !send(burst) {
-					return
-				}
-			case <-tick.C:
-				if !send([]byte(": heartbeat\n\n")) {
-					return
-				}
+			}
+			burst, ok = gatherBurst(ctx, gather, s, frame, burst[:0])
+			if !ok || !w.send(burst) {
+				return
+			}
+		case <-tick.C:
+			if !w.send([]byte(": heartbeat\n\n")) {
+				return
 			}
 		}
 	}
+}
+
+// gatherBurst appends first and the events that follow it within sseGather
+// to burst. Under load, letting them gather for a moment and writing them
+// all with one flush (one system call, and one wake-up of this goroutine
+// and of the reader, per burst instead of per event) is what lets many
+// pages keep up without slowing the bookings. The page receives the same
+// bytes, at most sseGather later. False means ctx ended.
+func gatherBurst(ctx context.Context, gather *time.Timer, s *stream, first string, burst []byte) ([]byte, bool) {
+	gather.Reset(sseGather)
+	select {
+	case <-ctx.Done():
+		return burst, false
+	case <-gather.C:
+	}
+	burst = append(burst, first...)
+	for more := len(s.events); more > 0; more-- {
+		frame, ok := <-s.events
+		if !ok {
+			break // closed: write what came before; the next receive ends the stream
+		}
+		burst = append(burst, frame...)
+	}
+	return burst, true
 }
 
 // sseEvent formats one Server-Sent Event whose data is v in JSON, which is
