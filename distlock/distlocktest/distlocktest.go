@@ -200,7 +200,7 @@ func contend(ctx context.Context, ls []distlock.Locker, perLocker, rounds int, k
 				for range rounds {
 					lock, err := l.Obtain(ctx, key)
 					if err != nil {
-						errOnce.Do(func() { firstErr = fmt.Errorf("Obtain: %w", err) })
+						errOnce.Do(func() { firstErr = fmt.Errorf("obtain: %w", err) })
 						return
 					}
 					if inside.Add(1) != 1 {
@@ -219,7 +219,7 @@ func contend(ctx context.Context, ls []distlock.Locker, perLocker, rounds int, k
 					inside.Add(-1)
 					if err := lock.Release(ctx); err != nil {
 						// Keep going: a broken lock should show in the counts too.
-						errOnce.Do(func() { firstErr = fmt.Errorf("Release: %w", err) })
+						errOnce.Do(func() { firstErr = fmt.Errorf("release: %w", err) })
 					}
 				}
 			})
