@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -121,44 +122,10 @@ func runRestart(t *testing.T, lock string, fault restartFault) {
 	fault.restart(t, s)
 	upAt := time.Now()
 
-	// Recovered when each instance has confirmed a booking sent after the
-	// restart.
-	var recovered time.Time
-	waitFor(t, 30*time.Second, "each instance confirms a booking sent after the restart", func() bool {
-		latest := time.Time{}
-		for _, l := range loads {
-			ok := false
-			for _, a := range sentIn(l.snapshot(), upAt, time.Now()) {
-				if a.status == http.StatusCreated {
-					ok = true
-					if a.done.After(latest) {
-						latest = a.done
-					}
-					break
-				}
-			}
-			if !ok {
-				return false
-			}
-		}
-		recovered = latest
-		return true
-	})
+	recovered := recoveredAfter(t, loads, upAt, "the restart")
 	time.Sleep(time.Second)
-	var answers []answer
-	for _, l := range loads {
-		answers = append(answers, l.finish()...)
-	}
-
-	statuses := map[int]int{}
-	for _, a := range answers {
-		statuses[a.status]++
-		switch a.status {
-		case http.StatusCreated, http.StatusConflict, http.StatusServiceUnavailable:
-		default:
-			t.Errorf("answer %v: want 201, 409 or 503", a)
-		}
-	}
+	answers := finishAll(loads)
+	statuses := checkStatuses(t, answers)
 	window := sentIn(answers, downAt, recovered)
 	unavailable := 0
 	for _, a := range window {
@@ -191,4 +158,52 @@ func mergeSeatMaps(t *testing.T, apis []*instance, screeningID string) map[strin
 		}
 	}
 	return m
+}
+
+// recoveredAfter waits until every load has a booking sent after since
+// confirmed, and returns when the last of those first confirmations came.
+func recoveredAfter(t *testing.T, loads []*load, since time.Time, what string) time.Time {
+	t.Helper()
+	var recovered time.Time
+	waitFor(t, 30*time.Second, "each instance confirms a booking sent after "+what, func() bool {
+		latest := time.Time{}
+		for _, l := range loads {
+			after := sentIn(l.snapshot(), since, time.Now())
+			i := slices.IndexFunc(after, func(a answer) bool { return a.status == http.StatusCreated })
+			if i < 0 {
+				return false
+			}
+			if after[i].done.After(latest) {
+				latest = after[i].done
+			}
+		}
+		recovered = latest
+		return true
+	})
+	return recovered
+}
+
+// finishAll stops the loads and returns all their answers.
+func finishAll(loads []*load) []answer {
+	var answers []answer
+	for _, l := range loads {
+		answers = append(answers, l.finish()...)
+	}
+	return answers
+}
+
+// checkStatuses fails t for any answer but 201, 409 and 503 (a 500, or no
+// answer), and counts the answers by status.
+func checkStatuses(t *testing.T, answers []answer) map[int]int {
+	t.Helper()
+	statuses := map[int]int{}
+	for _, a := range answers {
+		statuses[a.status]++
+		switch a.status {
+		case http.StatusCreated, http.StatusConflict, http.StatusServiceUnavailable:
+		default:
+			t.Errorf("answer %v: want 201, 409 or 503", a)
+		}
+	}
+	return statuses
 }
