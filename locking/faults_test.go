@@ -127,9 +127,13 @@ func TestPostgresLockSessionKilledWritesNothing(t *testing.T) {
 	if killed == 0 {
 		t.Fatal("no session ever held the seat's lock")
 	}
+	// The kill lands during the payment, as a rule: lock_lost. It may land
+	// while Obtain still reads the seat's fence on that session: then the
+	// lock was never had, and the answer is unavailable. Both are answers
+	// that say nothing was booked.
 	err = <-done
-	if !errors.Is(err, reservation.ErrLockLost) {
-		t.Errorf("Book whose lock session was killed: %v, want ErrLockLost", err)
+	if !errors.Is(err, reservation.ErrLockLost) && !errors.Is(err, reservation.ErrUnavailable) {
+		t.Errorf("Book whose lock session was killed: %v, want ErrLockLost (or ErrUnavailable)", err)
 	}
 	assertNoSeatBooked(t, svc, sc.ID)
 }
