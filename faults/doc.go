@@ -48,6 +48,25 @@
 // again, with no restart. Every answer is checked against the final seat
 // map: no seat confirmed twice, no confirmed booking missing.
 //
+// TestRestartMidLoad: a backend restarts (Redis without its data, as a
+// Redis without persistence comes back; Postgres stopped at once and
+// started) while two instances book on one screening. Safety must hold
+// for every strategy: every answer 201, 409 or 503, no seat confirmed
+// twice, none lost. It also shows what the lock promise loses: after Redis
+// restarts empty, the fence counters start again from 1, and a seat that
+// was booked and cancelled before refuses bookings with 409 lock_lost
+// (see docs/reliability.md). A fast subset runs by default; with
+// SEATLOCK_FAULT_MATRIX=1 every strategy runs under every restart.
+//
+// TestNetworkFaults: latency, a slow link or a cut between one instance
+// and its Redis or Postgres, made by Shopify's toxiproxy as a library,
+// while a second instance books on a clean network. A cut is a prompt 503
+// on the cut instance only; latency slows it without refusing anything.
+//
+// TestRedisFailover: a Redis primary, a replica and a Sentinel; the
+// primary is killed under load and the instances, given the Sentinel as
+// REDIS_URL (redis+sentinel://), follow the promoted replica.
+//
 // TestLoad (only with SEATLOCK_LOAD_BOOKINGS set to a count of bookings):
 // the real loadgen binary against three instances, every scenario under
 // every safe strategy with a shared lock service (keyed+redis, redis,

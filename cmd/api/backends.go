@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -66,15 +67,10 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics 
 		redisURL = "redis://" + emb.Addr()
 		logger.Info("lock service: embedded Redis (set REDIS_URL for a real one)", "addr", emb.Addr())
 	}
-	opts, err := redis.ParseURL(redisURL) // checked by config.validate
+	client, err := newRedisClient(redisURL) // checked by config.validate
 	if err != nil {
 		return nil, errors.New("REDIS_URL is not a valid Redis URL")
 	}
-	// One dial attempt per command: go-redis's default (five, 100 ms
-	// apart, for each of three command retries) turns a Redis outage into
-	// seconds of waiting per booking, where a prompt 503 is the answer.
-	opts.DialerRetries = 1
-	client := redis.NewClient(opts)
 	b.closers = append(b.closers, client.Close)
 	b.lockHealth = func(ctx context.Context) error { return client.Ping(ctx).Err() }
 
@@ -171,4 +167,37 @@ func (e *embeddedRedis) Close() error {
 	<-e.done
 	e.srv.Close()
 	return nil
+}
+
+// sentinelScheme starts a REDIS_URL that names Redis Sentinels instead of a
+// server: redis+sentinel://sentinel:26379/0?master_name=NAME, more
+// Sentinels as addr=host:port parameters. The client asks the Sentinels
+// for the current primary and follows a failover to the new one.
+const sentinelScheme = "redis+sentinel://"
+
+// newRedisClient returns a client for a REDIS_URL: one server for
+// redis:// and rediss://, the primary that Sentinels name for
+// redis+sentinel://.
+func newRedisClient(rawURL string) (*redis.Client, error) {
+	// One dial attempt per command: go-redis's default (five, 100 ms
+	// apart, for each of three command retries) turns a Redis outage into
+	// seconds of waiting per booking, where a prompt 503 is the answer.
+	const dialerRetries = 1
+	if rest, ok := strings.CutPrefix(rawURL, sentinelScheme); ok {
+		opts, err := redis.ParseFailoverURL("redis://" + rest)
+		if err != nil {
+			return nil, err
+		}
+		if opts.MasterName == "" {
+			return nil, errors.New("a redis+sentinel URL needs master_name")
+		}
+		opts.DialerRetries = dialerRetries
+		return redis.NewFailoverClient(opts), nil
+	}
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	opts.DialerRetries = dialerRetries
+	return redis.NewClient(opts), nil
 }

@@ -149,7 +149,9 @@ func TestSeatMapShowsDoubleBooking(t *testing.T) {
 	// Both check B2 while it is free, both pay 300 ms, both write blind.
 	answers := make(chan response, 2)
 	for _, customer := range []string{"ann", "bob"} {
-		go func() { answers <- call(t, "POST", api.url+"/v1/screenings/"+s.ID+"/bookings", bookingBody(customer, "B2")) }()
+		go func() {
+			answers <- call(t, "POST", api.url+"/v1/screenings/"+s.ID+"/bookings", bookingBody(customer, "B2"))
+		}()
 	}
 	for range 2 {
 		if r := <-answers; r.status != 201 {

@@ -73,7 +73,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	str(&cfg.Addr, "addr", "ADDR", ":8080", "listen address")
 	str(&cfg.DatabaseURL, "database-url", "DATABASE_URL", "", "Postgres URL; empty means the in-memory store")
-	str(&cfg.RedisURL, "redis-url", "REDIS_URL", "", "Redis URL (redis://host:port/db); empty means an embedded Redis server")
+	str(&cfg.RedisURL, "redis-url", "REDIS_URL", "", "Redis URL (redis://host:port/db, or redis+sentinel://sentinel:port/db?master_name=NAME for a Sentinel-managed primary); empty means an embedded Redis server")
 	str(&lock, "lock", "LOCK_STRATEGY", string(reservation.LockKeyedRedis), "default lock strategy of new screenings: "+strategyNames())
 	str(&guard, "guard", "WRITE_GUARD", string(reservation.GuardFence), "default write guard of new screenings: fence, off")
 	dur(&cfg.LockTTL, "lock-ttl", "LOCK_TTL", 10*time.Second, "lease of a distributed lock, renewed every third of it")
@@ -163,9 +163,11 @@ func (c config) validate() error {
 		}
 	}
 	if c.RedisURL != "" {
-		if _, err := redis.ParseURL(c.RedisURL); err != nil {
-			return errors.New("REDIS_URL is not a valid Redis URL (redis://host:port/db)")
+		client, err := newRedisClient(c.RedisURL)
+		if err != nil {
+			return errors.New("REDIS_URL is not a valid Redis URL (redis://host:port/db, or redis+sentinel://sentinel:port/db?master_name=NAME)")
 		}
+		_ = client.Close() // connects lazily: nothing was opened
 	}
 	for _, u := range c.RedlockURLs {
 		if _, err := redis.ParseURL(u); err != nil {

@@ -40,6 +40,9 @@ func TestParseConfig(t *testing.T) {
 				RedlockURLs: []string{"redis://a:1/0", "redis://b:1/0", "redis://c:1/0"}, ZooKeeperServers: []string{"z1:2181", "z2:2181"},
 				PaymentURL: "http://127.0.0.1:9100"}
 		}},
+		{"sentinel-managed Redis", nil, map[string]string{
+			"REDIS_URL": "redis+sentinel://s1:26379/0?master_name=seatlock&addr=s2:26379",
+		}, func(c *config) { c.RedisURL = "redis+sentinel://s1:26379/0?master_name=seatlock&addr=s2:26379" }},
 		{"flags win over the environment",
 			[]string{"-addr", ":1", "-lock", "keyed", "-guard", "fence", "-lock-ttl", "3s", "-demo=false", "-payment-delay", "0"},
 			map[string]string{"ADDR": ":2", "LOCK_STRATEGY": "global", "WRITE_GUARD": "off", "LOCK_TTL": "bogus", "DEMO_MODE": "true", "PAYMENT_DELAY": "5s"},
@@ -92,6 +95,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"payment delay over a minute", nil, map[string]string{"PAYMENT_DELAY": "61s"}, "PAYMENT_DELAY"},
 		{"bad database URL", nil, map[string]string{"DATABASE_URL": "postgres://u:pw@host:notaport/db"}, "DATABASE_URL"},
 		{"bad redis URL", []string{"-redis-url", "http://r:6379"}, nil, "REDIS_URL"},
+		{"sentinel URL without master", nil, map[string]string{"REDIS_URL": "redis+sentinel://s:26379/0"}, "REDIS_URL"},
 		{"unknown flag", []string{"-nope"}, nil, "nope"},
 		{"positional argument", []string{"serve"}, nil, "serve"},
 	} {

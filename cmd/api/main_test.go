@@ -241,9 +241,9 @@ type screening struct {
 }
 
 type seat struct {
-	ID        string `json:"id"`
-	Row       string `json:"row"`
-	Number    int    `json:"number"`
+	ID        string   `json:"id"`
+	Row       string   `json:"row"`
+	Number    int      `json:"number"`
 	Status    string   `json:"status"`
 	BookingID string   `json:"booking_id"`
 	Bookings  []string `json:"bookings"`

@@ -42,24 +42,35 @@ func translate(op string, err error) error {
 	return fmt.Errorf("postgres: %s: %w", op, err)
 }
 
-// unavailable reports whether err says that the server could not be reached
-// or went away, rather than that it refused the statement.
+// unavailable reports whether err says that the server could not be reached,
+// refused the connection, or went away, rather than that it refused the
+// statement. A connection that cannot be had is checked first: its error
+// wraps the server's own (too many clients, say), which is no refusal of a
+// statement.
 func unavailable(err error) bool {
 	if errors.Is(err, context.Canceled) {
 		return false // the caller gave up; the server may be fine
 	}
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return true
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		return strings.HasPrefix(pgErr.Code, "08") || // connection_exception
-			pgErr.Code == "57P01" || // admin_shutdown
+			strings.HasPrefix(pgErr.Code, "53") || // insufficient_resources: too many clients, out of memory, disk full
+			pgErr.Code == "25P03" || // idle_in_transaction_session_timeout: the server cut the transaction off
+			pgErr.Code == "57P01" || // admin_shutdown, also pg_terminate_backend
 			pgErr.Code == "57P02" || // crash_shutdown
-			pgErr.Code == "57P03" // cannot_connect_now
+			pgErr.Code == "57P03" || // cannot_connect_now: starting up or shutting down
+			pgErr.Code == "57P05" // idle_session_timeout
 	}
-	var connectErr *pgconn.ConnectError
 	var netErr net.Error
-	return errors.As(err, &connectErr) ||
-		errors.As(err, &netErr) ||
+	return errors.As(err, &netErr) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		// The connection died under an earlier statement of this
+		// transaction, so this one found it closed.
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, pgx.ErrTxClosed) ||
 		// No connection came free, or the server did not answer, in time.
 		errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)
 }

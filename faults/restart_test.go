@@ -1,0 +1,209 @@
+package faults
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/seatlock/seatlock/internal/testenv"
+)
+
+// matrixEnv, set to 1, runs every strategy under every restart fault in
+// TestRestartMidLoad; without it a fast subset runs.
+const matrixEnv = "SEATLOCK_FAULT_MATRIX"
+
+// restartFault is a backend restarting under load: the server is killed
+// and started again at once, so the fault is the restart itself, not an
+// outage of a set length.
+type restartFault struct {
+	name string
+	// restart is given the case's servers; it returns when the backend
+	// answers again.
+	restart func(t *testing.T, s *restartServers)
+}
+
+type restartServers struct {
+	redis    *redisServer
+	postgres *pgCluster
+}
+
+var (
+	// redisEmpty restarts Redis without its data, as a Redis without
+	// persistence (compose.yaml's) comes back from a crash: every lock and
+	// every fence counter is gone.
+	redisEmpty = restartFault{name: "redis restarts empty", restart: func(t *testing.T, s *restartServers) {
+		s.redis.kill(t)
+		entries, err := os.ReadDir(s.redis.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if err := os.RemoveAll(filepath.Join(s.redis.dir, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.redis.start(t)
+	}}
+	// postgresRestart stops Postgres at once (no checkpoint) and starts it.
+	postgresRestart = restartFault{name: "postgres restarts", restart: func(t *testing.T, s *restartServers) {
+		s.postgres.stop(t)
+		s.postgres.start(t)
+	}}
+)
+
+// TestRestartMidLoad restarts a backend while two API instances take
+// bookings on one screening, for each lock strategy, and judges the
+// outcome from the answers and the final seat map: no seat confirmed
+// twice, no confirmed seat lost, no answer but 201, 409 and 503. It logs
+// one row per case for the table in docs/reliability.md: the share of 503
+// answers and the time from the restart to the first booking confirmed on
+// both instances. Redlock and ZooKeeper are not in this matrix yet.
+func TestRestartMidLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	type restartCase struct {
+		lock  string
+		fault restartFault
+	}
+	cases := []restartCase{{"redis", redisEmpty}, {"postgres-xact", postgresRestart}}
+	if os.Getenv(matrixEnv) == "1" {
+		cases = nil
+		for _, f := range []restartFault{redisEmpty, postgresRestart} {
+			for _, lock := range []string{"redis", "keyed+redis", "postgres", "postgres-xact", "file"} {
+				cases = append(cases, restartCase{lock, f})
+			}
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.lock+"/"+c.fault.name, func(t *testing.T) { runRestart(t, c.lock, c.fault) })
+	}
+}
+
+func runRestart(t *testing.T, lock string, fault restartFault) {
+	s := &restartServers{redis: startRedis(t)}
+	databaseURL := testenv.NewDatabase(t)
+	if fault.name == postgresRestart.name {
+		s.postgres = startPostgres(t)
+		databaseURL = s.postgres.url
+	}
+	env := map[string]string{
+		"REDIS_URL":    s.redis.url,
+		"DATABASE_URL": databaseURL,
+		"LOCK_TTL":     "2s",
+		"LOCK_WAIT":    outageLockWait.String(),
+		"LOCK_DIR":     t.TempDir(), // one host: both instances share it
+	}
+	apis := []*instance{startAPI(t, env), startAPI(t, env)}
+	sc := createScreening(t, apis[0].url,
+		fmt.Sprintf(`{"movie":"Restart","rows":26,"seats_per_row":100,"payment_delay_ms":20,"lock":%q}`, lock))
+
+	// A seat booked and cancelled before the fault, booked again after:
+	// with the Redis strategies it shows what a lost fence counter does.
+	probe := createScreening(t, apis[0].url, fmt.Sprintf(`{"movie":"Probe","rows":1,"seats_per_row":1,"lock":%q}`, lock))
+	first := book(t.Context(), apis[0].url, probe.ID, "probe-1", "A1")
+	if first.status != http.StatusCreated {
+		t.Fatalf("probe booking before the fault: %v", first)
+	}
+	cancelBooking(t, apis[0].url, first.booking.ID, first.booking.Token)
+
+	loads := []*load{startLoad(apis[0].url, sc.ID, 3), startLoad(apis[1].url, sc.ID, 3)}
+	defer func() {
+		for _, l := range loads {
+			l.finish()
+		}
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	downAt := time.Now()
+	fault.restart(t, s)
+	upAt := time.Now()
+
+	recovered := recoveredAfter(t, loads, upAt, "the restart")
+	time.Sleep(time.Second)
+	answers := finishAll(loads)
+	statuses := checkStatuses(t, answers)
+	window := sentIn(answers, downAt, recovered)
+	unavailable := 0
+	for _, a := range window {
+		if a.status == http.StatusServiceUnavailable {
+			unavailable++
+		}
+	}
+	share := 0.0
+	if len(window) > 0 {
+		share = float64(unavailable) / float64(len(window))
+	}
+	again := book(t.Context(), apis[1].url, probe.ID, "probe-2", "A1")
+	n := verify(t, answers, mergeSeatMaps(t, apis, sc.ID))
+	if n == 0 {
+		t.Error("nothing was booked at all")
+	}
+	t.Logf("row | %s | %s | %d answers, %d confirmed | 503: %d of %d sent from the fault to recovery (%.0f%%), %d in all | restart took %v, recovered %v after it | booked+cancelled seat rebooked: %d %s |",
+		lock, fault.name, len(answers), n, unavailable, len(window), 100*share, statuses[http.StatusServiceUnavailable],
+		upAt.Sub(downAt).Round(time.Millisecond), recovered.Sub(upAt).Round(time.Millisecond), again.status, again.code)
+}
+
+// mergeSeatMaps returns the seat map as the first instance sees it, after
+// checking that the second sees the same: both read one database.
+func mergeSeatMaps(t *testing.T, apis []*instance, screeningID string) map[string]seat {
+	t.Helper()
+	m := seatMap(t, apis[0].url, screeningID)
+	for id, s := range seatMap(t, apis[1].url, screeningID) {
+		if m[id].BookingID != s.BookingID {
+			t.Errorf("seat %s: instance 0 sees booking %q, instance 1 %q", id, m[id].BookingID, s.BookingID)
+		}
+	}
+	return m
+}
+
+// recoveredAfter waits until every load has a booking sent after since
+// confirmed, and returns when the last of those first confirmations came.
+func recoveredAfter(t *testing.T, loads []*load, since time.Time, what string) time.Time {
+	t.Helper()
+	var recovered time.Time
+	waitFor(t, 30*time.Second, "each instance confirms a booking sent after "+what, func() bool {
+		latest := time.Time{}
+		for _, l := range loads {
+			after := sentIn(l.snapshot(), since, time.Now())
+			i := slices.IndexFunc(after, func(a answer) bool { return a.status == http.StatusCreated })
+			if i < 0 {
+				return false
+			}
+			if after[i].done.After(latest) {
+				latest = after[i].done
+			}
+		}
+		recovered = latest
+		return true
+	})
+	return recovered
+}
+
+// finishAll stops the loads and returns all their answers.
+func finishAll(loads []*load) []answer {
+	var answers []answer
+	for _, l := range loads {
+		answers = append(answers, l.finish()...)
+	}
+	return answers
+}
+
+// checkStatuses fails t for any answer but 201, 409 and 503 (a 500, or no
+// answer), and counts the answers by status.
+func checkStatuses(t *testing.T, answers []answer) map[int]int {
+	t.Helper()
+	statuses := map[int]int{}
+	for _, a := range answers {
+		statuses[a.status]++
+		switch a.status {
+		case http.StatusCreated, http.StatusConflict, http.StatusServiceUnavailable:
+		default:
+			t.Errorf("answer %v: want 201, 409 or 503", a)
+		}
+	}
+	return statuses
+}

@@ -1,0 +1,296 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seatlock/seatlock/internal/testenv"
+	"github.com/seatlock/seatlock/reservation"
+	"github.com/seatlock/seatlock/reservation/postgres"
+)
+
+// The tests in this file break the database under a store in the ways a
+// production database breaks: it refuses connections, a connection dies in
+// the middle of a statement or between two statements of a transaction,
+// the server cuts an idle transaction off. Each must reach the caller as
+// reservation.ErrUnavailable (503 unavailable), never as an unmapped error
+// (500), and must leave nothing written.
+
+// admin connects to the database at dbURL as the test's superuser, for
+// breaking things under the store.
+func admin(t *testing.T, dbURL string) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// faultScreening stores a small screening to book on.
+func faultScreening(t *testing.T, store *postgres.Store, lock reservation.Strategy) reservation.Screening {
+	t.Helper()
+	sc := reservation.Screening{ID: uuid.NewString(), Movie: "Rope", StartsAt: time.Now(), Rows: 1, SeatsPerRow: 4,
+		Lock: lock, Guard: reservation.GuardFence}
+	if err := store.CreateScreening(t.Context(), sc); err != nil {
+		t.Fatalf("CreateScreening: %v", err)
+	}
+	return sc
+}
+
+// faultWrite is a booking of seat on sc.
+func faultWrite(sc reservation.Screening, seat string) reservation.Write {
+	return reservation.Write{
+		Booking:   reservation.Booking{ID: uuid.NewString(), ScreeningID: sc.ID, Seats: []string{seat}, Customer: "c"},
+		TokenHash: []byte("token-hash"),
+		Guard:     reservation.GuardFence,
+	}
+}
+
+// writeOnce is a critical section that asks for w to be written.
+func writeOnce(w *reservation.Write) reservation.CriticalSection {
+	return func(context.Context, reservation.Reader) (*reservation.Write, error) { return w, nil }
+}
+
+// assertNothingWritten checks that the booking of w does not exist and its
+// seats are free, through a fresh store (the broken one may still be
+// recovering).
+func assertNothingWritten(t *testing.T, dbURL string, w reservation.Write) {
+	t.Helper()
+	store := open(t, dbURL)
+	if _, _, err := store.Booking(t.Context(), w.Booking.ID); !errors.Is(err, reservation.ErrNotFound) {
+		t.Errorf("Booking after the failure: %v, want ErrNotFound (nothing written)", err)
+	}
+	taken, err := store.TakenSeats(t.Context(), w.Booking.ScreeningID, w.Booking.Seats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(taken) != 0 {
+		t.Errorf("seats %v taken after the failed booking, want none", taken)
+	}
+}
+
+// TestTooManyClientsIsUnavailable connects as a role that may open no
+// connection at all: the server answers every connection attempt with
+// SQLSTATE 53300 (too_many_connections), as a server at max_connections
+// does. A role limit stands in for a full server because lowering
+// max_connections would take the shared server down for everyone;
+// superusers are exempt from role limits, hence a role of its own.
+func TestTooManyClientsIsUnavailable(t *testing.T) {
+	dbURL := testenv.NewDatabase(t)
+	store := open(t, dbURL) // migrates
+	sc := faultScreening(t, store, reservation.LockRedis)
+
+	conn := admin(t, dbURL)
+	role := "seatlock_full_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	if _, err := conn.Exec(t.Context(), "CREATE ROLE "+role+" LOGIN CONNECTION LIMIT 0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = conn.Exec(ctx, "DROP ROLE IF EXISTS "+role)
+	})
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, u.String()) // connects lazily
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := postgres.New(pool)
+	defer full.Close()
+
+	w := faultWrite(sc, "A1")
+	checks := map[string]error{
+		"Ping":       full.Ping(ctx),
+		"Book":       full.Book(ctx, w),
+		"BookLocked": full.BookLocked(ctx, sc.ID, []string{"A1"}, time.Second, writeOnce(&w)),
+	}
+	_, checks["Screening"] = full.Screening(ctx, sc.ID)
+	for name, err := range checks {
+		if !errors.Is(err, reservation.ErrUnavailable) {
+			t.Errorf("%s with the server refusing connections: %v, want ErrUnavailable", name, err)
+		}
+	}
+	assertNothingWritten(t, dbURL, w)
+}
+
+// TestTerminatedMidStatementIsUnavailable kills the store's backend while
+// its booking statement waits on a table lock held by the test, so the
+// connection dies in the middle of the transaction's work.
+func TestTerminatedMidStatementIsUnavailable(t *testing.T) {
+	dbURL := testenv.NewDatabase(t)
+	store := open(t, dbURL)
+	sc := faultScreening(t, store, reservation.LockPostgresXact)
+	conn := admin(t, dbURL)
+
+	// killMidStatement runs one booking while the test holds the bookings
+	// table, kills the backend that waits for it, and returns the
+	// booking's error.
+	killMidStatement := func(t *testing.T, book func(ctx context.Context) error) error {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(context.Background()) }()
+		if _, err := tx.Exec(ctx, "LOCK TABLE bookings IN ACCESS EXCLUSIVE MODE"); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- book(ctx) }()
+		// Kill the waiting backend, unless the booking ended without
+		// waiting (then its own error is the answer).
+		waiting, stop := context.WithCancel(ctx)
+		go func() {
+			err := <-done
+			stop()
+			done <- err
+		}()
+		if err := killWaiter(waiting, conn, "Lock"); err != nil && waiting.Err() == nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			t.Fatal("the booking did not end after its backend was terminated")
+			return nil
+		}
+	}
+
+	t.Run("Book", func(t *testing.T) {
+		w := faultWrite(sc, "A1")
+		err := killMidStatement(t, func(ctx context.Context) error { return store.Book(ctx, w) })
+		if !errors.Is(err, reservation.ErrUnavailable) {
+			t.Errorf("Book on a terminated connection: %v, want ErrUnavailable", err)
+		}
+		assertNothingWritten(t, dbURL, w)
+	})
+	t.Run("BookLocked", func(t *testing.T) {
+		w := faultWrite(sc, "A2")
+		err := killMidStatement(t, func(ctx context.Context) error {
+			return store.BookLocked(ctx, sc.ID, []string{"A2"}, 10*time.Second, writeOnce(&w))
+		})
+		if !errors.Is(err, reservation.ErrUnavailable) {
+			t.Errorf("BookLocked on a terminated connection: %v, want ErrUnavailable", err)
+		}
+		assertNothingWritten(t, dbURL, w)
+	})
+	// The store works again afterwards: the pool drops dead connections.
+	if err := store.Book(t.Context(), faultWrite(sc, "A3")); err != nil {
+		t.Errorf("Book after the fault: %v", err)
+	}
+}
+
+// TestTransactionCutOffIsUnavailable ends the transaction of a
+// postgres-xact booking between its statements: once by
+// pg_terminate_backend while the critical section runs, once by the
+// server's idle_in_transaction_session_timeout while the critical section
+// runs longer than the timeout (a payment that takes too long).
+func TestTransactionCutOffIsUnavailable(t *testing.T) {
+	dbURL := testenv.NewDatabase(t)
+	store := open(t, dbURL)
+	sc := faultScreening(t, store, reservation.LockPostgresXact)
+	conn := admin(t, dbURL)
+
+	t.Run("terminated", func(t *testing.T) {
+		w := faultWrite(sc, "A1")
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		err := store.BookLocked(ctx, sc.ID, []string{"A1"}, 10*time.Second,
+			func(ctx context.Context, _ reservation.Reader) (*reservation.Write, error) {
+				// The seats are locked: the transaction is idle, waiting
+				// for this critical section.
+				if err := killWaiter(ctx, conn, "Client"); err != nil {
+					t.Error(err)
+				}
+				return &w, nil
+			})
+		if !errors.Is(err, reservation.ErrUnavailable) {
+			t.Errorf("BookLocked after its transaction was terminated: %v, want ErrUnavailable", err)
+		}
+		assertNothingWritten(t, dbURL, w)
+	})
+
+	t.Run("idle timeout", func(t *testing.T) {
+		// A store of its own, whose connections carry the timeout.
+		u, err := url.Parse(dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		q.Set("idle_in_transaction_session_timeout", "200")
+		u.RawQuery = q.Encode()
+		short := open(t, u.String())
+
+		w := faultWrite(sc, "A2")
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		err = short.BookLocked(ctx, sc.ID, []string{"A2"}, 10*time.Second,
+			func(ctx context.Context, _ reservation.Reader) (*reservation.Write, error) {
+				select {
+				case <-time.After(time.Second): // five times the timeout
+				case <-ctx.Done():
+				}
+				return &w, nil
+			})
+		if !errors.Is(err, reservation.ErrUnavailable) {
+			t.Errorf("BookLocked after the server cut its idle transaction off: %v, want ErrUnavailable", err)
+		}
+		assertNothingWritten(t, dbURL, w)
+	})
+}
+
+// killWaiter terminates the other backends of conn's database whose wait
+// event type is waitType ("Lock": blocked on a lock; "Client": idle in a
+// transaction, waiting for its client), polling until there is one.
+func killWaiter(ctx context.Context, conn *pgx.Conn, waitType string) error {
+	// ctx ends the polling, not a query: pgx closes a connection whose
+	// query is cancelled, and conn is needed after.
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		// The test may call this inside a transaction, where
+		// pg_stat_activity is a snapshot taken at its first read: drop it.
+		if _, err := conn.Exec(qctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
+			return err
+		}
+		var killed int
+		err := conn.QueryRow(qctx, `
+			SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid()
+			  AND wait_event_type = $1
+			  AND (state = 'idle in transaction' OR $1 <> 'Client')`, waitType).Scan(&killed)
+		if err != nil {
+			return err
+		}
+		if killed > 0 {
+			return nil
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	return ctx.Err()
+}
