@@ -86,7 +86,14 @@ func TestHostileRequests(t *testing.T) {
 		status                     int
 		code                       string // "" for a 2xx
 	}{
-		{"list with junk query", "GET", "/v1/screenings?limit=-1&offset=1e400&x=%00&x=%FF", "", nil, 200, ""},
+		{"list with junk query", "GET", "/v1/screenings?offset=1e400&x=%00&x=%FF", "", nil, 200, ""},
+		{"list with limit 0", "GET", "/v1/screenings?limit=0", "", nil, 400, "invalid_request"},
+		{"list with limit -1", "GET", "/v1/screenings?limit=-1", "", nil, 400, "invalid_request"},
+		{"list with limit 1001", "GET", "/v1/screenings?limit=1001", "", nil, 400, "invalid_request"},
+		{"list with limit 1e3", "GET", "/v1/screenings?limit=1e3", "", nil, 400, "invalid_request"},
+		{"list with limit 1000", "GET", "/v1/screenings?limit=1000", "", nil, 200, ""},
+		{"list after a made-up cursor", "GET", "/v1/screenings?after=bm8tc3VjaA", "", nil, 400, "invalid_request"},
+		{"list after a cursor that is not base64", "GET", "/v1/screenings?after=%00", "", nil, 400, "invalid_request"},
 		{"list with a body", "GET", "/v1/screenings", `{"x":` + strings.Repeat("[", 5000), nil, 200, ""},
 		{"seat map with query", "GET", "/v1/screenings/fuzz/seats?seat=A1'--", "", nil, 200, ""},
 		{"healthz with query and body", "GET", "/healthz?verbose=%00", "junk", nil, 200, ""},
@@ -132,6 +139,10 @@ func TestHostileRequests(t *testing.T) {
 		{"cancel, two Authorization headers", "DELETE", booking, "", []string{"Authorization", "Bearer x", "Authorization", "Bearer y"}, 403, "forbidden"},
 		{"cancel, token with CR", "DELETE", booking, "", []string{"X-Booking-Token", "x\ry"}, 403, "forbidden"},
 		{"cancel, token in a repeated query", "DELETE", booking + "?token=&token=x", "", nil, 401, "unauthorized"},
+		// Secrets travel only in headers: the right token in the URL is
+		// as good as none.
+		{"cancel, right token in the query", "DELETE", booking + "?token=" + hs.booking.Token, "", nil, 401, "unauthorized"},
+		{"cancel, right token as access_token", "DELETE", booking + "?access_token=" + hs.booking.Token, "", nil, 401, "unauthorized"},
 		{"cancel, hash of the token", "DELETE", booking, "", []string{"Authorization", "Bearer " + hexSum(hs.booking.Token)}, 403, "forbidden"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

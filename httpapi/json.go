@@ -35,6 +35,13 @@ func toScreeningJSON(s reservation.Screening) screeningJSON {
 	}
 }
 
+// screeningPageJSON is the answer of GET /v1/screenings: a page of
+// screenings and the cursor of the next page, null on the last.
+type screeningPageJSON struct {
+	Screenings []screeningJSON `json:"screenings"`
+	Next       *string         `json:"next"`
+}
+
 // createScreeningJSON is the body of POST /v1/screenings. Optional fields
 // are pointers or empty strings, so that "not sent" takes the server's
 // default. starts_at is a string so that a bad time gets a clear message.
