@@ -13,6 +13,7 @@ func addRoutes(r *gin.Engine, svc *reservation.Service, opts Options, m *metrics
 	r.GET("/healthz", handleHealthz())
 	r.GET("/readyz", handleReadyz(svc, opts.ReadyTimeout))
 	r.GET("/metrics", handleMetrics(opts.Registry))
+	r.GET("/openapi.json", handleOpenAPI())
 
 	v1 := r.Group("/v1")
 	v1.GET("/screenings", handleScreeningList(svc))
