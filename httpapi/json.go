@@ -6,7 +6,7 @@ import (
 	"github.com/seatlock/seatlock/reservation"
 )
 
-// The JSON shapes of DESIGN.md section 4. They are separate from the domain
+// The JSON shapes of docs/api.md and openapi.json. They are separate from the domain
 // types so that the wire format is written down in one place and a change
 // of the domain cannot change the API by accident.
 

@@ -39,7 +39,7 @@ type Options struct {
 }
 
 // NewServer returns the HTTP handler of the seatlock API over svc: every
-// route of DESIGN.md section 4 (see routes.go), behind the middleware that
+// route of docs/api.md (see routes.go), behind the middleware that
 // gives each request an id, logs it, measures it and turns a panic into a
 // JSON 500.
 func NewServer(svc *reservation.Service, opts Options) http.Handler {
