@@ -132,7 +132,15 @@ func TestHostileRequests(t *testing.T) {
 		{"seats repeated in another case", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B1","b1"],"customer":"x"}`, nil, 400, "invalid_request"},
 		{"customer only zero-width", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B1"],"customer":"\u200b"}`, nil, 400, "invalid_request"},
 		{"customer with bidi override", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B1"],"customer":"\u202eevil"}`, nil, 400, "invalid_request"},
-		{"repeated key, last wins in JSON", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["A1"],"seats":["B3"],"customer":"x"}`, nil, 201, ""},
+		// Field names are matched exactly and once: encoding/json alone
+		// would book B3 here, or read "Seats" as "seats".
+		{"repeated key", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["A1"],"seats":["B3"],"customer":"x"}`, nil, 400, "invalid_request"},
+		{"repeated customer", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B3"],"customer":"x","customer":"y"}`, nil, 400, "invalid_request"},
+		{"field name in another case", "POST", "/v1/screenings/fuzz/bookings", `{"Seats":["B3"],"customer":"x"}`, nil, 400, "invalid_request"},
+		{"field name in upper case", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B3"],"CUSTOMER":"x"}`, nil, 400, "invalid_request"},
+		{"screening field name in another case", "POST", "/v1/screenings", `{"Movie":"x","rows":1,"seats_per_row":1}`, []string{"Authorization", "Bearer " + adminToken}, 400, "invalid_request"},
+		{"screening field repeated", "POST", "/v1/screenings", `{"movie":"x","rows":1,"rows":2,"seats_per_row":1}`, []string{"Authorization", "Bearer " + adminToken}, 400, "invalid_request"},
+		{"field name with a Kelvin sign", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B3"],"customer":"x","Key":1}`, nil, 400, "invalid_request"},
 		{"Idempotency-Key with NUL", "POST", "/v1/screenings/fuzz/bookings", book, []string{"Idempotency-Key", "a\x00b"}, 400, "invalid_request"},
 		{"Idempotency-Key with DEL", "POST", "/v1/screenings/fuzz/bookings", book, []string{"Idempotency-Key", "a\x7fb"}, 400, "invalid_request"},
 		{"Idempotency-Key of another request", "POST", "/v1/screenings/fuzz/bookings", book, []string{"Idempotency-Key", "first-key"}, 422, "idempotency_mismatch"},
