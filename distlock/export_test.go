@@ -15,5 +15,6 @@ func (r *Redis) ChannelForTest(key string) string {
 	return channel
 }
 
-// RefreshScriptHashForTest returns the SHA1 with which refresh.lua runs.
+// RefreshScriptHashForTest returns the SHA1 with which refresh.lua (in
+// internal/luascript) runs.
 func RefreshScriptHashForTest() string { return refreshScript.Hash() }

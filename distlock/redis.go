@@ -2,16 +2,16 @@ package distlock
 
 import (
 	"context"
-	"crypto/rand"
 	_ "embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	mathrand "math/rand/v2"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seatlock/seatlock/distlock/internal/lockstate"
+	"github.com/seatlock/seatlock/distlock/internal/luascript"
 )
 
 var (
@@ -26,12 +26,10 @@ var (
 	acquireSource string
 	//go:embed release.lua
 	releaseSource string
-	//go:embed refresh.lua
-	refreshSource string
 
 	acquireScript = redis.NewScript(acquireSource)
 	releaseScript = redis.NewScript(releaseSource)
-	refreshScript = redis.NewScript(refreshSource)
+	refreshScript = redis.NewScript(luascript.Refresh)
 )
 
 // RedisClient is what Redis needs from a go-redis client: running scripts
@@ -260,7 +258,7 @@ func (r *Redis) acquire(ctx context.Context, l *redisLock) (heldKey, error) {
 	if len(reply) != 1+len(l.keys) || reply[0] != 1 {
 		return heldKey{}, fmt.Errorf("distlock: acquire %q: unexpected reply %v", l.keys, reply)
 	}
-	l.fences = reply[1:]
+	l.Fences = reply[1:]
 	l.deadline = r.leaseEnd(sent)
 	r.watchdog.register(l)
 	return heldKey{index: -1}, nil
@@ -268,29 +266,9 @@ func (r *Redis) acquire(ctx context.Context, l *redisLock) (heldKey, error) {
 
 // backoff returns how long a waiter sleeps before polling again when no
 // release notification comes: jittered exponential between MinBackoff and
-// MaxBackoff, but no longer than what was left of the holder's lease, so an
-// expiry is noticed promptly.
+// MaxBackoff, but no longer than what was left of the holder's lease.
 func (r *Redis) backoff(attempt int, pttl time.Duration) time.Duration {
-	d := r.opts.MaxBackoff
-	if attempt < 30 {
-		d = min(d, r.opts.MinBackoff<<attempt)
-	}
-	d = d/2 + mathrand.N(d/2+1) // between d/2 and d: waiters spread out
-	if pttl >= 0 && pttl < d {
-		d = pttl + time.Millisecond
-	}
-	return d
-}
-
-// newOwnerToken returns 128 random bits in hex. The token tells the holder
-// of a key apart from everybody else, so that release and refresh only ever
-// touch the caller's own keys.
-func newOwnerToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails: crypto/rand crashes the program instead
-	var text [32]byte
-	hex.Encode(text[:], b[:])
-	return string(text[:])
+	return lockstate.Backoff(attempt, r.opts.MinBackoff, r.opts.MaxBackoff, pttl)
 }
 
 // names returns the Redis names of a key: its lock key, fence counter and

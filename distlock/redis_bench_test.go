@@ -3,18 +3,16 @@ package distlock_test
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/distlock/distlocktest"
 	"github.com/seatlock/seatlock/internal/testenv"
 )
 
@@ -29,10 +27,6 @@ const benchTTL = 10 * time.Second
 // to be woken by a release.
 const anchorPoll = 10 * time.Millisecond
 
-// benchLocker is what the benchmarks need of each library: take one key,
-// waiting (blocking) or not, and give back a release function.
-type benchLocker func(ctx context.Context, key string, blocking bool) (release func(context.Context) error, err error)
-
 func benchClient(b *testing.B) *redis.Client {
 	b.Helper()
 	opt, err := redis.ParseURL(testenv.RedisURL(b))
@@ -46,16 +40,16 @@ func benchClient(b *testing.B) *redis.Client {
 }
 
 // lockers returns a fresh locker of each library on its own client.
-func lockers(b *testing.B, prefix string) map[string]benchLocker {
+func lockers(b *testing.B, prefix string) map[string]distlocktest.LockFunc {
 	pipelined := benchClient(b)
 	ap, err := pipelined.AutoPipeline()
 	if err != nil {
 		b.Fatal(err)
 	}
 	rs := redsync.New(goredis.NewPool(benchClient(b)))
-	return map[string]benchLocker{
-		"distlock": distlockBench(newRedis(b, benchClient(b), distlock.RedisOptions{TTL: benchTTL, Prefix: prefix})), // watchdog and fencing on
-		"distlock+autopipeline": distlockBench(newRedis(b, autopipelined{ap, pipelined},
+	return map[string]distlocktest.LockFunc{
+		"distlock": distlocktest.Funcs(newRedis(b, benchClient(b), distlock.RedisOptions{TTL: benchTTL, Prefix: prefix})), // watchdog and fencing on
+		"distlock+autopipeline": distlocktest.Funcs(newRedis(b, autopipelined{ap, pipelined},
 			distlock.RedisOptions{TTL: benchTTL, Prefix: prefix})),
 		"redislock":              redislockBench(redislock.New(benchClient(b)), prefix),
 		"redislock+autopipeline": redislockBench(redislock.New(ap), prefix),
@@ -73,25 +67,8 @@ func lockers(b *testing.B, prefix string) map[string]benchLocker {
 	}
 }
 
-// distlockBench adapts a distlock.Redis to the benchmarks.
-func distlockBench(r *distlock.Redis) benchLocker {
-	return func(ctx context.Context, key string, blocking bool) (func(context.Context) error, error) {
-		var l distlock.Lock
-		var err error
-		if blocking {
-			l, err = r.Obtain(ctx, key)
-		} else {
-			l, err = r.TryObtain(ctx, key)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return l.Release, nil
-	}
-}
-
 // redislockBench adapts a bsm/redislock client to the benchmarks.
-func redislockBench(c *redislock.Client, prefix string) benchLocker {
+func redislockBench(c *redislock.Client, prefix string) distlocktest.LockFunc {
 	return func(ctx context.Context, key string, blocking bool) (func(context.Context) error, error) {
 		opt := &redislock.Options{}
 		if blocking {
@@ -130,29 +107,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	for _, goroutines := range []int{1, 64} {
 		for _, lib := range throughputLibraries {
 			b.Run(fmt.Sprintf("%s/goroutines=%d", lib, goroutines), func(b *testing.B) {
-				lock := lockers(b, testPrefix(b))[lib]
-				ctx := context.Background()
-				var next atomic.Int64
-				var wg sync.WaitGroup
-				b.ResetTimer()
-				for g := range goroutines {
-					key := fmt.Sprintf("{bench}:seat-%d", g)
-					wg.Go(func() {
-						for next.Add(1) <= int64(b.N) {
-							release, err := lock(ctx, key, false)
-							if err != nil {
-								b.Error(err)
-								return
-							}
-							if err := release(ctx); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					})
-				}
-				wg.Wait()
-				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
+				distlocktest.BenchAcquireReleaseFunc(b, lockers(b, testPrefix(b))[lib], goroutines, "{bench}")
 			})
 		}
 	}
@@ -165,47 +120,7 @@ func BenchmarkHandoff(b *testing.B) {
 	for _, lib := range libraries {
 		b.Run(lib, func(b *testing.B) {
 			prefix := testPrefix(b)
-			holderLock, waiterLock := lockers(b, prefix)[lib], lockers(b, prefix)[lib]
-			ctx := context.Background()
-			hist := hdrhistogram.New(1, int64(time.Second/time.Microsecond), 3)
-			key := "{bench}:handoff"
-			b.ResetTimer()
-			for range b.N {
-				release, err := holderLock(ctx, key, false)
-				if err != nil {
-					b.Fatal(err)
-				}
-				// Stored before Release, loaded after the waiter acquired; an
-				// atomic because the race detector cannot see that order.
-				var releasedAt atomic.Pointer[time.Time]
-				got := make(chan time.Duration, 1)
-				go func() {
-					ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-					defer cancel()
-					release, err := waiterLock(ctx, key, true)
-					if err != nil {
-						b.Error(err)
-						close(got)
-						return
-					}
-					took := time.Since(*releasedAt.Load())
-					_ = release(ctx)
-					got <- took
-				}()
-				time.Sleep(5 * time.Millisecond) // the waiter is blocked by now
-				now := time.Now()
-				releasedAt.Store(&now)
-				if err := release(ctx); err != nil {
-					b.Fatal(err)
-				}
-				took, ok := <-got
-				if !ok {
-					return
-				}
-				_ = hist.RecordValue(took.Microseconds())
-			}
-			b.ReportMetric(float64(hist.ValueAtQuantile(50)), "p50-µs")
-			b.ReportMetric(float64(hist.ValueAtQuantile(99)), "p99-µs")
+			distlocktest.BenchHandoffFunc(b, lockers(b, prefix)[lib], lockers(b, prefix)[lib], "{bench}:handoff")
 		})
 	}
 }

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
+
+	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 )
 
 // redisLock is a lock on Redis keys: held once acquire succeeded, and
@@ -24,17 +25,19 @@ type redisLock struct {
 	// acquireKeys and channels are views of it.
 	names       []string
 	keys        []string // the caller's keys, in order
-	lockKeys    []string // KEYS of refresh.lua and release.lua
+	lockKeys    []string // KEYS of refresh.lua (internal/luascript) and release.lua
 	acquireKeys []string // KEYS of acquire.lua: the lock keys, then the fence counters
 	channels    []string // channels[i] announces the release of keys[i]
 
 	// argv is the ARGV the three scripts share: the owner token, the lease
 	// in milliseconds, and the release channels. Its values are boxed in
 	// interfaces once, not on every command.
-	argv   []any
-	token  string        // owner token: the value of every lock key
-	fences []int64       // fences[i] is the fencing token of keys[i]; set once by acquire
-	lost   chan struct{} // closed once, by lose
+	argv  []any
+	token string // owner token: the value of every lock key
+
+	// State holds keys (State.Keys is keys) and their fencing tokens,
+	// set once by acquire, and gives Token, Lost and Err.
+	lockstate.State
 
 	// The watchdog's fields, protected by r.watchdog.mu: see watchdog.
 	index    int           // position in the watchdog's heap; -1 when not in it
@@ -43,13 +46,6 @@ type redisLock struct {
 	deadline time.Time     // until when the lease is surely valid on the server
 	renewing chan struct{} // non-nil while a renewal is in flight; closed when it ends
 	lastErr  error         // the last failed renewal's error, for the loss report
-
-	// mu protects err and released. err changes only under mu, in lose or
-	// Release, which is what makes "lost is closed exactly when err wraps
-	// ErrLost" hold.
-	mu       sync.Mutex
-	err      error // nil while held; wraps ErrLost once lost; ErrNotHeld once released
-	released bool
 }
 
 var _ Lock = (*redisLock)(nil)
@@ -78,11 +74,11 @@ func (r *Redis) newLock(keys []string) (*redisLock, error) {
 		lockKeys:    names[n : 2*n],
 		acquireKeys: names[n : 3*n],
 		channels:    names[3*n:],
-		token:       newOwnerToken(),
+		token:       lockstate.OwnerToken(),
 		argv:        make([]any, 2+n),
-		lost:        make(chan struct{}),
 		index:       -1,
 	}
+	l.Keys = l.keys
 	l.argv[0], l.argv[1] = l.token, r.leaseMillis
 	for i, c := range l.channels {
 		l.argv[2+i] = c
@@ -95,7 +91,7 @@ func (r *Redis) newLock(keys []string) (*redisLock, error) {
 // command, so sent+TTL is early enough as long as both clocks run at the
 // same rate; one percent is taken off for clocks that do not.
 func (r *Redis) leaseEnd(sent time.Time) time.Time {
-	return sent.Add(r.opts.TTL - r.opts.TTL/100)
+	return lockstate.LeaseEnd(sent, r.opts.TTL, r.opts.TTL/100)
 }
 
 // setDueLocked sets when the watchdog must next look at l: at the next
@@ -117,37 +113,11 @@ func (l *redisLock) expiryCauseLocked() error {
 	return fmt.Errorf("%w: the lease of %q ran out without a renewal", ErrLost, l.keys)
 }
 
-// Token returns the fencing token issued for key by this acquisition, or 0
-// if key is not part of the lock.
-func (l *redisLock) Token(key string) int64 {
-	if i := slices.Index(l.keys, key); i >= 0 {
-		return l.fences[i]
-	}
-	return 0
-}
-
-// Lost returns a channel closed when the lease is lost while held.
-func (l *redisLock) Lost() <-chan struct{} { return l.lost }
-
-// Err returns nil while the lock is held, an error wrapping ErrLost once it
-// was lost (even after Release), and ErrNotHeld once it was released.
-func (l *redisLock) Err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
-}
-
 // lose declares the lock lost with cause, unless it was lost or released
 // already, and stops watching it.
 func (l *redisLock) lose(cause error) {
 	l.r.watchdog.forget(l)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.err != nil {
-		return
-	}
-	l.err = cause
-	close(l.lost)
+	l.Lose(cause)
 }
 
 // Refresh extends the lease of every key by the TTL, in one round trip. It
@@ -184,16 +154,9 @@ func (l *redisLock) refresh(ctx context.Context) error {
 // are released all the same), or an error from Redis, wrapped: the keys
 // are then freed when their lease runs out.
 func (l *redisLock) Release(ctx context.Context) error {
-	l.mu.Lock()
-	if l.released {
-		l.mu.Unlock()
+	if _, first := l.MarkReleased(ErrNotHeld); !first {
 		return ErrNotHeld
 	}
-	l.released = true
-	if l.err == nil {
-		l.err = ErrNotHeld
-	}
-	l.mu.Unlock()
 	if renewing := l.r.watchdog.unregister(l); renewing != nil {
 		<-renewing
 	}

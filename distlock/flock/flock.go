@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	mathrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 )
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -281,11 +281,7 @@ func (l *Locker) nextFence(ctx context.Context, key string) (int64, error) {
 // backoff returns how long a waiter sleeps before its next attempt:
 // jittered exponential between MinBackoff and MaxBackoff.
 func (l *Locker) backoff(attempt int) time.Duration {
-	d := l.opts.MaxBackoff
-	if attempt < 30 {
-		d = min(d, l.opts.MinBackoff<<attempt)
-	}
-	return d/2 + mathrand.N(d/2+1) // between d/2 and d: waiters spread out
+	return lockstate.Backoff(attempt, l.opts.MinBackoff, l.opts.MaxBackoff, -1)
 }
 
 // distinctSorted returns keys without duplicates, sorted: the order in

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 )
 
 // lock is a set of keys held by open lock files of this process.
@@ -20,20 +20,17 @@ import (
 // each path still names the file it has locked.
 type lock struct {
 	locker *Locker
-	keys   []string      // sorted, distinct
-	fences []int64       // fences[i] is the fencing token of keys[i]; never changes
-	lost   chan struct{} // closed once, by loseLocked
+	keys   []string      // sorted, distinct; State.Keys too
 	stop   chan struct{} // closed by Release: the watchdog returns
 	done   chan struct{} // closed by the watchdog when it returns
 
-	// mu protects the fields below and every use of files: a check (a
-	// couple of stat calls, never a wait) or the release. err changes
-	// only under mu, in loseLocked or Release, which is what makes "lost
-	// is closed exactly when err wraps ErrLost" hold.
-	mu       sync.Mutex
-	files    []*os.File // files[i] holds the flock of keys[i]; closed by Release
-	err      error      // nil while held; wraps ErrLost once lost; ErrNotHeld once released
-	released bool
+	// mu protects files and every use of them: a check (a couple of stat
+	// calls, never a wait) or the release. State (the fencing tokens, held,
+	// lost or released) changes only under mu too, in loseLocked or
+	// Release, so that a check and the loss it finds are one step.
+	mu    sync.Mutex
+	files []*os.File // files[i] holds the flock of keys[i]; closed by Release
+	lockstate.State
 }
 
 var _ distlock.Lock = (*lock)(nil)
@@ -42,9 +39,8 @@ func newLock(l *Locker, keys []string, files []*os.File, fences []int64) *lock {
 	lk := &lock{
 		locker: l,
 		keys:   keys,
-		fences: fences,
+		State:  lockstate.State{Keys: keys, Fences: fences},
 		files:  files,
-		lost:   make(chan struct{}),
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
@@ -52,37 +48,9 @@ func newLock(l *Locker, keys []string, files []*os.File, fences []int64) *lock {
 	return lk
 }
 
-// Token returns the fencing token issued for key by this acquisition, or 0
-// if key is not part of the lock.
-func (lk *lock) Token(key string) int64 {
-	if i := slices.Index(lk.keys, key); i >= 0 {
-		return lk.fences[i]
-	}
-	return 0
-}
-
-// Lost returns a channel closed when a lock file is found removed or
-// replaced while the lock is held.
-func (lk *lock) Lost() <-chan struct{} { return lk.lost }
-
-// Err returns nil while the lock is held, an error wrapping
-// distlock.ErrLost once it was lost (even after Release), and
-// distlock.ErrNotHeld once it was released.
-func (lk *lock) Err() error {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	return lk.err
-}
-
 // loseLocked declares the lock lost with cause, unless it was lost or
 // released already. lk.mu must be held.
-func (lk *lock) loseLocked(cause error) {
-	if lk.err != nil {
-		return
-	}
-	lk.err = cause
-	close(lk.lost)
-}
+func (lk *lock) loseLocked(cause error) { lk.Lose(cause) }
 
 // Refresh checks that every lock file is still the file at its path; there
 // is no lease to extend. It returns distlock.ErrNotHeld, and declares the
@@ -91,7 +59,7 @@ func (lk *lock) loseLocked(cause error) {
 func (lk *lock) Refresh(context.Context) error {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
-	if lk.err != nil {
+	if lk.Err() != nil {
 		return distlock.ErrNotHeld
 	}
 	if err := lk.checkLocked(); err != nil {
@@ -133,18 +101,15 @@ func (lk *lock) replacedLocked() error {
 // the same.
 func (lk *lock) Release(context.Context) error {
 	lk.mu.Lock()
-	if lk.released {
+	if lk.Released() {
 		lk.mu.Unlock()
 		return fmt.Errorf("%w: released already", distlock.ErrNotHeld)
 	}
-	lostErr := lk.err
+	lostErr := lk.Err()
 	if lostErr == nil {
 		lostErr = lk.replacedLocked() // reported, but Release does not close Lost
 	}
-	lk.released = true
-	if lk.err == nil {
-		lk.err = distlock.ErrNotHeld
-	}
+	lk.MarkReleased(distlock.ErrNotHeld)
 	files := lk.files
 	lk.files = nil
 	lk.mu.Unlock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 )
 
 // lock is a set of keys held by one Postgres session.
@@ -25,8 +25,6 @@ import (
 type lock struct {
 	locker *Locker
 	ks     *keySet
-	fences []int64       // fences[i] is the fencing token of ks.keys[i]; never changes
-	lost   chan struct{} // closed once, by lose
 	stop   chan struct{} // closed by Release: the watchdog returns
 	done   chan struct{} // closed by the watchdog when it returns
 
@@ -36,13 +34,13 @@ type lock struct {
 	connMu sync.Mutex
 	conn   *pgxpool.Conn // nil once Release gave it back
 
-	// mu protects the fields below; it is never held during I/O, so Err
-	// answers at once. err changes only under mu, in lose or Release,
-	// which is what makes "lost is closed exactly when err wraps ErrLost"
-	// hold.
+	// State holds ks.keys with their fencing tokens, which never change,
+	// and whether the lock is held, lost or released; it gives Token, Lost
+	// and Err, which answer at once: no lock held during I/O guards it.
+	lockstate.State
+
+	// mu protects deadline; it is never held during I/O.
 	mu       sync.Mutex
-	err      error     // nil while held; wraps ErrLost once lost; ErrNotHeld once released
-	released bool      // Release was called
 	deadline time.Time // until when the server surely keeps the session; zero without a TTL
 }
 
@@ -52,9 +50,8 @@ func newLock(l *Locker, conn *pgxpool.Conn, ks *keySet, fences []int64, sent tim
 	lk := &lock{
 		locker: l,
 		ks:     ks,
-		fences: fences,
 		conn:   conn,
-		lost:   make(chan struct{}),
+		State:  lockstate.State{Keys: ks.keys, Fences: fences},
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
@@ -71,42 +68,12 @@ func (l *Locker) leaseEnd(sent time.Time) time.Time {
 	if l.opts.TTL <= 0 {
 		return time.Time{}
 	}
-	return sent.Add(l.opts.TTL - l.opts.TTL/100)
-}
-
-// Token returns the fencing token issued for key by this acquisition, or 0
-// if key is not part of the lock.
-func (lk *lock) Token(key string) int64 {
-	if i := slices.Index(lk.ks.keys, key); i >= 0 {
-		return lk.fences[i]
-	}
-	return 0
-}
-
-// Lost returns a channel closed when the session that holds the keys ends
-// while the lock is held.
-func (lk *lock) Lost() <-chan struct{} { return lk.lost }
-
-// Err returns nil while the lock is held, an error wrapping
-// distlock.ErrLost once it was lost (even after Release), and
-// distlock.ErrNotHeld once it was released.
-func (lk *lock) Err() error {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	return lk.err
+	return lockstate.LeaseEnd(sent, l.opts.TTL, l.opts.TTL/100)
 }
 
 // lose declares the lock lost with cause, unless it was lost or released
 // already.
-func (lk *lock) lose(cause error) {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	if lk.err != nil {
-		return
-	}
-	lk.err = cause
-	close(lk.lost)
-}
+func (lk *lock) lose(cause error) { lk.Lose(cause) }
 
 // Refresh asks the server whether this session still holds every key,
 // which also restarts the session's idle timer (the lease). It returns
@@ -134,11 +101,11 @@ func (lk *lock) Refresh(ctx context.Context) error {
 		lk.lose(fmt.Errorf("%w: the session holds %d of the %d keys of %q", distlock.ErrLost, n, len(lk.ks.ids), lk.ks.keys))
 		return distlock.ErrNotHeld
 	}
-	lk.mu.Lock()
-	if lk.err == nil {
+	if lk.Err() == nil {
+		lk.mu.Lock()
 		lk.deadline = lk.locker.leaseEnd(sent)
+		lk.mu.Unlock()
 	}
-	lk.mu.Unlock()
 	return nil
 }
 
@@ -148,17 +115,10 @@ func (lk *lock) Refresh(ctx context.Context) error {
 // more. When anything is in doubt the connection is closed instead of
 // pooled, which frees whatever the session held.
 func (lk *lock) Release(ctx context.Context) error {
-	lk.mu.Lock()
-	if lk.released {
-		lk.mu.Unlock()
+	lostErr, first := lk.MarkReleased(distlock.ErrNotHeld)
+	if !first {
 		return fmt.Errorf("%w: released already", distlock.ErrNotHeld)
 	}
-	lk.released = true
-	lostErr := lk.err
-	if lk.err == nil {
-		lk.err = distlock.ErrNotHeld
-	}
-	lk.mu.Unlock()
 	close(lk.stop)
 	<-lk.done
 

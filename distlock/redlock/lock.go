@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 )
 
 // lock is a lock held on a quorum of the nodes.
@@ -21,24 +21,23 @@ import (
 // and waits for every callback that is running or has fired and not yet
 // run.
 type lock struct {
-	l      *Locker
-	ks     *keySet
-	token  string          // owner token: the value of every lock key on every node
-	fences []int64         // fences[i] is the fencing token of ks.keys[i]; never changes
-	ctx    context.Context // for renewals: Obtain's values, not its cancellation
-	lost   chan struct{}   // closed once, by loseLocked
+	l     *Locker
+	ks    *keySet
+	token string          // owner token: the value of every lock key on every node
+	ctx   context.Context // for renewals: Obtain's values, not its cancellation
 
-	// mu protects the fields below. err changes only under mu, in
-	// loseLocked or Release, which is what makes "lost is closed exactly
-	// when err wraps ErrLost" hold. A timer is armed (created or Reset)
+	// State holds ks.keys with their fencing tokens, which never change,
+	// and whether the lock is held, lost or released.
+	lockstate.State
+
+	// mu protects the fields below. State changes only under mu too, in
+	// loseLocked or Release, so that a timer sees it as it arms. A timer is armed (created or Reset)
 	// only under mu and only while !released, and its armed flag is
 	// cleared by its callback under mu: so when Release holds mu, a timer
 	// whose flag is set and whose Stop fails has fired, and its callback
 	// has yet to take mu; Release counts it in callbacks.
 	mu          sync.Mutex
 	deadline    time.Time // until when the lock is surely valid on a quorum
-	err         error     // nil while held; wraps ErrLost once lost; ErrNotHeld once released
-	released    bool      // Release was called: no callback may start work
 	renewTimer  *time.Timer
 	renewArmed  bool
 	expiryTimer *time.Timer
@@ -58,9 +57,8 @@ func newLock(ctx context.Context, l *Locker, ks *keySet, token string, fences []
 		l:        l,
 		ks:       ks,
 		token:    token,
-		fences:   fences,
+		State:    lockstate.State{Keys: ks.keys, Fences: fences},
 		ctx:      context.WithoutCancel(ctx),
-		lost:     make(chan struct{}),
 		deadline: deadline,
 	}
 	lk.mu.Lock()
@@ -74,37 +72,9 @@ func newLock(ctx context.Context, l *Locker, ks *keySet, token string, fences []
 	return lk
 }
 
-// Token returns the fencing token issued for key by this acquisition: 0 if
-// key is not part of the lock or the Locker has no Fencing. See the
-// package doc for when tokens are monotonic.
-func (lk *lock) Token(key string) int64 {
-	if i := slices.Index(lk.ks.keys, key); i >= 0 {
-		return lk.fences[i]
-	}
-	return 0
-}
-
-// Lost returns a channel closed when the lock is lost while held.
-func (lk *lock) Lost() <-chan struct{} { return lk.lost }
-
-// Err returns nil while the lock is held, an error wrapping
-// distlock.ErrLost once it was lost (even after Release), and
-// distlock.ErrNotHeld once it was released.
-func (lk *lock) Err() error {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	return lk.err
-}
-
 // loseLocked declares the lock lost with cause, unless it was lost or
 // released already. lk.mu must be held.
-func (lk *lock) loseLocked(cause error) {
-	if lk.err != nil {
-		return
-	}
-	lk.err = cause
-	close(lk.lost)
-}
+func (lk *lock) loseLocked(cause error) { lk.Lose(cause) }
 
 // Refresh extends the lease of every key on every node that still holds
 // it, all at once. It succeeds when a quorum of nodes extended it within
@@ -165,13 +135,9 @@ func (lk *lock) Refresh(ctx context.Context) error {
 // runs out.
 func (lk *lock) Release(ctx context.Context) error {
 	lk.mu.Lock()
-	if lk.released {
+	if _, first := lk.MarkReleased(distlock.ErrNotHeld); !first {
 		lk.mu.Unlock()
 		return distlock.ErrNotHeld
-	}
-	lk.released = true
-	if lk.err == nil {
-		lk.err = distlock.ErrNotHeld
 	}
 	if lk.renewArmed && !lk.renewTimer.Stop() {
 		lk.callbacks.Add(1) // fired: its callback will see released and call Done
@@ -203,7 +169,7 @@ func (lk *lock) Release(ctx context.Context) error {
 func (lk *lock) renew() {
 	lk.mu.Lock()
 	lk.renewArmed = false
-	if lk.released {
+	if lk.Released() {
 		lk.mu.Unlock()
 		lk.callbacks.Done() // Release counted this fired callback
 		return
@@ -216,7 +182,7 @@ func (lk *lock) renew() {
 
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
-	if lk.released || lk.err != nil || errors.Is(err, distlock.ErrNotHeld) {
+	if lk.Err() != nil || errors.Is(err, distlock.ErrNotHeld) { // released or lost
 		return
 	}
 	every := lk.l.opts.RenewEvery
@@ -237,11 +203,11 @@ func (lk *lock) checkExpiry() {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
 	lk.expiryArmed = false
-	if lk.released {
+	if lk.Released() {
 		lk.callbacks.Done() // Release counted this fired callback
 		return
 	}
-	if lk.err != nil {
+	if lk.Err() != nil {
 		return // lost already
 	}
 	if left := time.Until(lk.deadline); left > 0 {

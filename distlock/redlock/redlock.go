@@ -2,12 +2,9 @@ package redlock
 
 import (
 	"context"
-	"crypto/rand"
 	_ "embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	mathrand "math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -15,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/distlock/internal/lockstate"
+	"github.com/seatlock/seatlock/distlock/internal/luascript"
 )
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -39,14 +38,12 @@ var (
 	acquireSource string
 	//go:embed raise.lua
 	raiseSource string
-	//go:embed refresh.lua
-	refreshSource string
 	//go:embed release.lua
 	releaseSource string
 
 	acquireScript = redis.NewScript(acquireSource)
 	raiseScript   = redis.NewScript(raiseSource)
-	refreshScript = redis.NewScript(refreshSource)
+	refreshScript = redis.NewScript(luascript.Refresh)
 	releaseScript = redis.NewScript(releaseSource)
 )
 
@@ -220,7 +217,7 @@ type attemptResult struct {
 // told to release, so that a partial or late grant does not block others
 // for a lease.
 func (l *Locker) attempt(ctx context.Context, ks *keySet) attemptResult {
-	token := newOwnerToken()
+	token := lockstate.OwnerToken()
 	start := time.Now()
 	deadline := l.leaseEnd(start)
 	fencing := "0"
@@ -321,8 +318,7 @@ func (l *Locker) releaseAll(ctx context.Context, ks *keySet, token string) (held
 // validity of the Redlock paper, TTL - elapsed - drift, is what is left of
 // it once the last node answered.
 func (l *Locker) leaseEnd(start time.Time) time.Time {
-	drift := l.opts.TTL/100 + 2*time.Millisecond
-	return start.Add(l.opts.TTL - drift)
+	return lockstate.LeaseEnd(start, l.opts.TTL, l.opts.TTL/100+2*time.Millisecond)
 }
 
 // backoff returns how long a waiting Obtain sleeps before its next attempt:
@@ -331,15 +327,7 @@ func (l *Locker) leaseEnd(start time.Time) time.Time {
 // the shortest lease left on a refusing node, so an expiry is noticed
 // promptly.
 func (l *Locker) backoff(attempt int, pttl time.Duration) time.Duration {
-	d := l.opts.MaxBackoff
-	if attempt < 30 {
-		d = min(d, l.opts.MinBackoff<<attempt)
-	}
-	d = d/2 + mathrand.N(d/2+1)
-	if pttl >= 0 && pttl < d {
-		d = pttl + time.Millisecond
-	}
-	return d
+	return lockstate.Backoff(attempt, l.opts.MinBackoff, l.opts.MaxBackoff, pttl)
 }
 
 // reply is one node's answer.
@@ -364,15 +352,6 @@ func fanOut[T any](ctx context.Context, l *Locker, call func(ctx context.Context
 	}
 	wg.Wait()
 	return replies
-}
-
-// newOwnerToken returns 128 random bits in hex. It is the value of every
-// lock key of one acquisition, on every node, so that release and refresh
-// only touch the caller's own keys.
-func newOwnerToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails: crypto/rand crashes the program instead
-	return hex.EncodeToString(b[:])
 }
 
 // keySet is the caller's keys and the Redis names derived from them, the

@@ -4,67 +4,34 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 )
 
 // lock is a held lock: one ephemeral node per key, each first in its
 // key's queue, each watched by a goroutine of its own.
 type lock struct {
 	locker *Locker
-	keys   []string      // sorted, without duplicates
+	keys   []string      // sorted, without duplicates; State.Keys too
 	nodes  []string      // nodes[i] is the znode that holds keys[i]
-	tokens []int64       // tokens[i] is the czxid of nodes[i]; never changes
-	lost   chan struct{} // closed once, by lose
 	stop   chan struct{} // closed by Release: ends the watch goroutines
 	wg     sync.WaitGroup
 
-	// mu protects err and released. err changes only under mu, in lose or
-	// Release, which is what keeps "lost is closed exactly when err wraps
-	// ErrLost" true. Release sets err (to ErrNotHeld) before it deletes
-	// the nodes, so the deletion its own watches see is not a loss.
-	mu       sync.Mutex
-	err      error // nil while held; wraps ErrLost once lost; ErrNotHeld once released
-	released bool
+	// State's Fences[i] is the czxid of nodes[i], set by hold, never
+	// changed after. Release marks it released before it deletes the
+	// nodes, so the deletion its own watches see is not a loss.
+	lockstate.State
 }
 
 var _ distlock.Lock = (*lock)(nil)
 
-// Token returns the fencing token of key: the czxid of the node that holds
-// it, or 0 if key is not part of the lock.
-func (lk *lock) Token(key string) int64 {
-	if i, ok := slices.BinarySearch(lk.keys, key); ok {
-		return lk.tokens[i]
-	}
-	return 0
-}
-
-// Lost returns a channel closed when the lock is lost while held.
-func (lk *lock) Lost() <-chan struct{} { return lk.lost }
-
-// Err returns nil while the lock is held, an error wrapping ErrLost once it
-// was lost (even after Release), and ErrNotHeld once it was released.
-func (lk *lock) Err() error {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	return lk.err
-}
-
 // lose declares the lock lost with cause, unless it was lost or released
 // already.
-func (lk *lock) lose(cause error) {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	if lk.err != nil {
-		return
-	}
-	lk.err = cause
-	close(lk.lost)
-}
+func (lk *lock) lose(cause error) { lk.Lose(cause) }
 
 // watch waits for the end of node: its deletion (by the session's expiry,
 // or by anybody else) or the end of the watch (the session expired, the
@@ -126,17 +93,10 @@ func (lk *lock) Refresh(ctx context.Context) error {
 // wrapped: the Locker's sweeper then deletes the node once it can, and it
 // is gone anyway when the session ends.
 func (lk *lock) Release(ctx context.Context) error {
-	lk.mu.Lock()
-	if lk.released {
-		lk.mu.Unlock()
+	lostErr, first := lk.MarkReleased(distlock.ErrNotHeld)
+	if !first {
 		return distlock.ErrNotHeld
 	}
-	lk.released = true
-	lostErr := lk.err
-	if lk.err == nil {
-		lk.err = distlock.ErrNotHeld
-	}
-	lk.mu.Unlock()
 	close(lk.stop)
 	lk.wg.Wait()
 

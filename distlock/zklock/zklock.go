@@ -17,6 +17,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 )
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -256,8 +257,7 @@ func (l *Locker) obtain(ctx context.Context, wait bool, keys []string) (distlock
 		locker: l,
 		keys:   keys,
 		nodes:  make([]string, 0, len(keys)),
-		tokens: make([]int64, len(keys)),
-		lost:   make(chan struct{}),
+		State:  lockstate.State{Keys: keys, Fences: make([]int64, len(keys))},
 		stop:   make(chan struct{}),
 	}
 	for _, key := range keys {
@@ -297,7 +297,7 @@ func (l *Locker) hold(lk *lock) error {
 			return fmt.Errorf("zklock: node %s of %q vanished while the other keys were taken", node, lk.keys[i])
 		}
 		// Czxid, not the sequence number: see "Fencing tokens" in doc.go.
-		lk.tokens[i], watches[i] = stat.Czxid, ch
+		lk.Fences[i], watches[i] = stat.Czxid, ch
 	}
 	l.mu.Lock()
 	l.held[lk] = struct{}{}

@@ -1,5 +1,6 @@
--- refresh.lua extends the lease of every lock key, but only if every one of
--- them still holds the caller's owner token.
+-- refresh.lua extends the lease of every lock key on one server, but only
+-- if every one of them still holds the caller's owner token. The Redis
+-- backend and Redlock (on each node) both run it.
 --
 -- KEYS are lock keys, ARGV[1] the owner token, ARGV[2] the lease in
 -- milliseconds.
