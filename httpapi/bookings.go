@@ -113,9 +113,11 @@ func handleBookingGet(svc *reservation.Service) gin.HandlerFunc {
 }
 
 // handleBookingCancel cancels a booking with its token, which the client
-// sends as "Authorization: Bearer <token>" (the documented way), in an
-// X-Booking-Token header, or as ?token=. The service answers 401 for no
-// token, 403 for a wrong one and 404 for an unknown booking.
+// sends as "Authorization: Bearer <token>" (the documented way) or in an
+// X-Booking-Token header. Never in the URL: a query string ends up in
+// access logs, proxies and browser history, so ?token= is ignored and the
+// request is answered 401 like one without a token. The service answers
+// 401 for no token, 403 for a wrong one and 404 for an unknown booking.
 func handleBookingCancel(svc *reservation.Service) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id, ok := bookingID(c)
@@ -125,9 +127,6 @@ func handleBookingCancel(svc *reservation.Service) gin.HandlerFunc {
 		token, ok := bearerToken(c.Request)
 		if !ok {
 			token = c.GetHeader("X-Booking-Token")
-		}
-		if token == "" {
-			token = c.Query("token")
 		}
 		if err := svc.Cancel(c.Request.Context(), id, token); err != nil {
 			respondErr(c, err)

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // maxBodyBytes bounds every request body. The largest valid request, a
@@ -54,6 +57,10 @@ func decodeJSON(c *gin.Context, v any) bool {
 		// Anything but the end of the body after the value is an error.
 		var extra json.RawMessage
 		if err = dec.Decode(&extra); err == io.EOF {
+			if err := strictNames(body, v); err != nil {
+				respondCode(c, http.StatusBadRequest, codeInvalid, err.Error())
+				return false
+			}
 			return true
 		} else if err == nil {
 			err = errTrailingData
@@ -64,6 +71,27 @@ func decodeJSON(c *gin.Context, v any) bool {
 }
 
 var errTrailingData = errors.New("trailing data")
+
+// strictNames checks what encoding/json lets pass: it matches field names
+// whatever their case and lets a repeated name overwrite the first. A
+// second pass with the stricter decoder of go-json-experiment, which
+// matches names exactly and refuses repeats, decodes into a fresh value of
+// v's type, so that "Seats" or two "seats" are refused rather than read
+// in a way the client may not have meant.
+func strictNames(body []byte, v any) error {
+	fresh := reflect.New(reflect.TypeOf(v).Elem()).Interface()
+	err := jsonv2.Unmarshal(body, fresh, jsonv2.RejectUnknownMembers(true))
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, jsontext.ErrDuplicateName):
+		return errors.New("request body names a field twice")
+	case errors.Is(err, jsonv2.ErrUnknownName):
+		return errors.New("request body has a field name that is not exactly one of the documented ones (names are case-sensitive)")
+	default:
+		return errors.New("request body is not valid JSON for this request")
+	}
+}
 
 // describeJSONError turns a decoding error into a message for the client
 // that names the offending field where there is one. It never echoes the

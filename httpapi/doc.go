@@ -1,4 +1,4 @@
-// Package httpapi is seatlock's HTTP API (DESIGN.md section 4): it
+// Package httpapi is seatlock's HTTP API (docs/api.md, openapi.json): it
 // translates requests into calls of a reservation.Service and the domain's
 // answers and errors into JSON. It holds no booking logic of its own: the
 // Service validates, locks and writes; this package decodes strictly, maps

@@ -266,3 +266,25 @@ func sseEvent(name string, v any) string {
 	}
 	return "event: " + name + "\ndata: " + string(data) + "\n\n"
 }
+
+// limitStreams answers 503 unavailable, with Retry-After, once max streams
+// (DefaultMaxStreams if max is 0) are open, and otherwise lets the stream
+// run, counting it until its handler returns.
+func limitStreams(max int) gin.HandlerFunc {
+	if max <= 0 {
+		max = DefaultMaxStreams
+	}
+	open := make(chan struct{}, max)
+	return func(c *gin.Context) {
+		select {
+		case open <- struct{}{}:
+		default:
+			c.Header("Retry-After", "5")
+			respondCode(c, http.StatusServiceUnavailable, codeUnavailable,
+				"this instance has as many live streams open as it serves; try again later")
+			return
+		}
+		defer func() { <-open }()
+		c.Next()
+	}
+}

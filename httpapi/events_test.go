@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -189,3 +190,55 @@ func TestEventStream(t *testing.T) {
 type hubPublisher struct{ h *Hub }
 
 func (p hubPublisher) Publish(_ context.Context, e reservation.Event) { p.h.Deliver(e) }
+
+// TestStreamLimit checks that streams beyond Options.MaxStreams are
+// answered 503 in JSON, and that a closed stream frees its place.
+func TestStreamLimit(t *testing.T) {
+	hub := NewHub(0)
+	svc := reservation.NewService(memory.New(), reservation.Options{Demo: true, DefaultLock: reservation.LockNone, Events: hubPublisher{hub}})
+	if _, err := svc.CreateScreening(context.Background(), reservation.NewScreening{ID: "s1", Movie: "M", Rows: 1, SeatsPerRow: 1}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(NewServer(svc, Options{Events: hub, MaxStreams: 2}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(hub.Close)
+	url := srv.URL + "/v1/screenings/s1/events"
+
+	next(t, openStream(t, url), true)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	second, err := http.DefaultClient.Do(req)
+	if err != nil || second.StatusCode != 200 {
+		t.Fatalf("second stream: %v %v", second, err)
+	}
+	// A stream let through would never end: the timeout makes that a
+	// failure rather than a hang.
+	res, err := (&http.Client{Timeout: 2 * time.Second}).Get(url)
+	if err != nil {
+		t.Fatalf("third stream: %v", err)
+	}
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<10))
+	res.Body.Close()
+	if res.StatusCode != 503 || !strings.Contains(string(body), `"code":"unavailable"`) || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("third stream: %d %s", res.StatusCode, body)
+	}
+	cancel()
+	second.Body.Close()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		ctx, stop := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+		res, err := http.DefaultClient.Do(req)
+		ok := err == nil && res.StatusCode == 200
+		if err == nil {
+			res.Body.Close()
+		}
+		stop()
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a closed stream did not free its place within 5s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

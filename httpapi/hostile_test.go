@@ -86,7 +86,14 @@ func TestHostileRequests(t *testing.T) {
 		status                     int
 		code                       string // "" for a 2xx
 	}{
-		{"list with junk query", "GET", "/v1/screenings?limit=-1&offset=1e400&x=%00&x=%FF", "", nil, 200, ""},
+		{"list with junk query", "GET", "/v1/screenings?offset=1e400&x=%00&x=%FF", "", nil, 200, ""},
+		{"list with limit 0", "GET", "/v1/screenings?limit=0", "", nil, 400, "invalid_request"},
+		{"list with limit -1", "GET", "/v1/screenings?limit=-1", "", nil, 400, "invalid_request"},
+		{"list with limit 1001", "GET", "/v1/screenings?limit=1001", "", nil, 400, "invalid_request"},
+		{"list with limit 1e3", "GET", "/v1/screenings?limit=1e3", "", nil, 400, "invalid_request"},
+		{"list with limit 1000", "GET", "/v1/screenings?limit=1000", "", nil, 200, ""},
+		{"list after a made-up cursor", "GET", "/v1/screenings?after=bm8tc3VjaA", "", nil, 400, "invalid_request"},
+		{"list after a cursor that is not base64", "GET", "/v1/screenings?after=%00", "", nil, 400, "invalid_request"},
 		{"list with a body", "GET", "/v1/screenings", `{"x":` + strings.Repeat("[", 5000), nil, 200, ""},
 		{"seat map with query", "GET", "/v1/screenings/fuzz/seats?seat=A1'--", "", nil, 200, ""},
 		{"healthz with query and body", "GET", "/healthz?verbose=%00", "junk", nil, 200, ""},
@@ -125,13 +132,25 @@ func TestHostileRequests(t *testing.T) {
 		{"seats repeated in another case", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B1","b1"],"customer":"x"}`, nil, 400, "invalid_request"},
 		{"customer only zero-width", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B1"],"customer":"\u200b"}`, nil, 400, "invalid_request"},
 		{"customer with bidi override", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B1"],"customer":"\u202eevil"}`, nil, 400, "invalid_request"},
-		{"repeated key, last wins in JSON", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["A1"],"seats":["B3"],"customer":"x"}`, nil, 201, ""},
+		// Field names are matched exactly and once: encoding/json alone
+		// would book B3 here, or read "Seats" as "seats".
+		{"repeated key", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["A1"],"seats":["B3"],"customer":"x"}`, nil, 400, "invalid_request"},
+		{"repeated customer", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B3"],"customer":"x","customer":"y"}`, nil, 400, "invalid_request"},
+		{"field name in another case", "POST", "/v1/screenings/fuzz/bookings", `{"Seats":["B3"],"customer":"x"}`, nil, 400, "invalid_request"},
+		{"field name in upper case", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B3"],"CUSTOMER":"x"}`, nil, 400, "invalid_request"},
+		{"screening field name in another case", "POST", "/v1/screenings", `{"Movie":"x","rows":1,"seats_per_row":1}`, []string{"Authorization", "Bearer " + adminToken}, 400, "invalid_request"},
+		{"screening field repeated", "POST", "/v1/screenings", `{"movie":"x","rows":1,"rows":2,"seats_per_row":1}`, []string{"Authorization", "Bearer " + adminToken}, 400, "invalid_request"},
+		{"field name with a Kelvin sign", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B3"],"customer":"x","Key":1}`, nil, 400, "invalid_request"},
 		{"Idempotency-Key with NUL", "POST", "/v1/screenings/fuzz/bookings", book, []string{"Idempotency-Key", "a\x00b"}, 400, "invalid_request"},
 		{"Idempotency-Key with DEL", "POST", "/v1/screenings/fuzz/bookings", book, []string{"Idempotency-Key", "a\x7fb"}, 400, "invalid_request"},
 		{"Idempotency-Key of another request", "POST", "/v1/screenings/fuzz/bookings", book, []string{"Idempotency-Key", "first-key"}, 422, "idempotency_mismatch"},
 		{"cancel, two Authorization headers", "DELETE", booking, "", []string{"Authorization", "Bearer x", "Authorization", "Bearer y"}, 403, "forbidden"},
 		{"cancel, token with CR", "DELETE", booking, "", []string{"X-Booking-Token", "x\ry"}, 403, "forbidden"},
 		{"cancel, token in a repeated query", "DELETE", booking + "?token=&token=x", "", nil, 401, "unauthorized"},
+		// Secrets travel only in headers: the right token in the URL is
+		// as good as none.
+		{"cancel, right token in the query", "DELETE", booking + "?token=" + hs.booking.Token, "", nil, 401, "unauthorized"},
+		{"cancel, right token as access_token", "DELETE", booking + "?access_token=" + hs.booking.Token, "", nil, 401, "unauthorized"},
 		{"cancel, hash of the token", "DELETE", booking, "", []string{"Authorization", "Bearer " + hexSum(hs.booking.Token)}, 403, "forbidden"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

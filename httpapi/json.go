@@ -6,7 +6,7 @@ import (
 	"github.com/seatlock/seatlock/reservation"
 )
 
-// The JSON shapes of DESIGN.md section 4. They are separate from the domain
+// The JSON shapes of docs/api.md and openapi.json. They are separate from the domain
 // types so that the wire format is written down in one place and a change
 // of the domain cannot change the API by accident.
 
@@ -33,6 +33,13 @@ func toScreeningJSON(s reservation.Screening) screeningJSON {
 		Guard:          string(s.Guard),
 		PaymentDelayMS: s.PaymentDelay.Milliseconds(),
 	}
+}
+
+// screeningPageJSON is the answer of GET /v1/screenings: a page of
+// screenings and the cursor of the next page, null on the last.
+type screeningPageJSON struct {
+	Screenings []screeningJSON `json:"screenings"`
+	Next       *string         `json:"next"`
 }
 
 // createScreeningJSON is the body of POST /v1/screenings. Optional fields

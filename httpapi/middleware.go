@@ -39,7 +39,7 @@ func observe(logger *slog.Logger, m *metrics) gin.HandlerFunc {
 
 		elapsed := time.Since(start)
 		status := c.Writer.Status()
-		m.requests.WithLabelValues(route, c.Request.Method, strconv.Itoa(status)).Inc()
+		m.requests.WithLabelValues(route, methodLabel(c.Request.Method), strconv.Itoa(status)).Inc()
 		m.duration.WithLabelValues(route, strconv.Itoa(status)).Observe(elapsed.Seconds())
 
 		attrs := []slog.Attr{
@@ -78,6 +78,18 @@ func validRequestID(id string) bool {
 		}
 	}
 	return true
+}
+
+// methodLabel is the method as a metric label. A client may send any token
+// as a method, and each label value is a new series kept for the life of
+// the process, so methods other than the standard ones share one value.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "other"
 }
 
 // recoverPanics turns a panic in a handler into a JSON 500 without

@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -10,20 +12,52 @@ import (
 	"github.com/seatlock/seatlock/reservation"
 )
 
-// handleScreeningList answers every screening, oldest first.
+// handleScreeningList answers one page of screenings, oldest first:
+// ?limit= bounds the page (1 to 1000, default 100) and ?after= takes the
+// "next" cursor of the page before. The cursor is opaque to clients, so
+// that its form may change.
 func handleScreeningList(svc *reservation.Service) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		list, err := svc.Screenings(c.Request.Context())
+		limit := reservation.DefaultScreeningPage
+		if v, ok := c.GetQuery("limit"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > reservation.MaxScreeningPage {
+				respondCode(c, http.StatusBadRequest, codeInvalid,
+					fmt.Sprintf("limit must be an integer from 1 to %d", reservation.MaxScreeningPage))
+				return
+			}
+			limit = n
+		}
+		after, ok := decodeCursor(c.Query("after"))
+		if !ok {
+			respondCode(c, http.StatusBadRequest, codeInvalid, "after must be the next cursor of an earlier page")
+			return
+		}
+		list, next, err := svc.Screenings(c.Request.Context(), after, limit)
 		if err != nil {
 			respondErr(c, err)
 			return
 		}
-		out := make([]screeningJSON, len(list))
+		out := screeningPageJSON{Screenings: make([]screeningJSON, len(list))}
 		for i, s := range list {
-			out[i] = toScreeningJSON(s)
+			out.Screenings[i] = toScreeningJSON(s)
 		}
-		c.JSON(http.StatusOK, gin.H{"screenings": out})
+		if next != "" {
+			cursor := base64.RawURLEncoding.EncodeToString([]byte(next))
+			out.Next = &cursor
+		}
+		c.JSON(http.StatusOK, out)
 	}
+}
+
+// decodeCursor returns the screening id in a cursor of a page; "" for no
+// cursor.
+func decodeCursor(cursor string) (string, bool) {
+	id, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || (cursor != "" && len(id) == 0) {
+		return "", false
+	}
+	return string(id), true
 }
 
 // handleScreeningCreate creates a screening. The service validates it; the

@@ -36,10 +36,21 @@ type Options struct {
 	// Heartbeat is how often an idle live stream gets a comment, so that
 	// proxies keep it open. Zero means 15s.
 	Heartbeat time.Duration
+
+	// MaxStreams bounds the live streams open at once on this server;
+	// beyond it a stream is answered 503 unavailable. Each stream holds a
+	// connection, a goroutine and a buffer for as long as its client
+	// wants. Zero means DefaultMaxStreams.
+	MaxStreams int
 }
 
+// DefaultMaxStreams is the bound of open live streams when
+// Options.MaxStreams is zero: far more browsers than a workshop opens, far
+// fewer than would exhaust the process's file descriptors.
+const DefaultMaxStreams = 1000
+
 // NewServer returns the HTTP handler of the seatlock API over svc: every
-// route of DESIGN.md section 4 (see routes.go), behind the middleware that
+// route of docs/api.md (see routes.go), behind the middleware that
 // gives each request an id, logs it, measures it and turns a panic into a
 // JSON 500.
 func NewServer(svc *reservation.Service, opts Options) http.Handler {

@@ -136,9 +136,32 @@ func (s *Service) Screening(ctx context.Context, id string) (Screening, error) {
 	return sc, nil
 }
 
-// Screenings returns every screening, oldest first.
-func (s *Service) Screenings(ctx context.Context) ([]Screening, error) {
-	return s.store.Screenings(ctx)
+// Bounds of one page of screenings.
+const (
+	DefaultScreeningPage = 100
+	MaxScreeningPage     = 1000
+)
+
+// Screenings returns a page of at most limit screenings, oldest first,
+// created after the screening with the id after ("" for the first page),
+// and the id to pass as after for the next page, "" on the last page. A
+// limit outside 1 to MaxScreeningPage, or an after naming no screening, is
+// ErrInvalid.
+func (s *Service) Screenings(ctx context.Context, after string, limit int) (page []Screening, next string, err error) {
+	if limit < 1 || limit > MaxScreeningPage {
+		return nil, "", fmt.Errorf("limit must be from 1 to %d: %w", MaxScreeningPage, ErrInvalid)
+	}
+	// One more than asked says whether another page follows, without a
+	// second query.
+	page, err = s.store.Screenings(ctx, after, limit+1)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(page) > limit {
+		page = page[:limit]
+		next = page[limit-1].ID
+	}
+	return page, next, nil
 }
 
 // Seats returns the seat map of a screening, row by row, or ErrNotFound.

@@ -21,8 +21,10 @@ type Store interface {
 	// Screening returns the screening with the id, or ErrNotFound.
 	Screening(ctx context.Context, id string) (Screening, error)
 
-	// Screenings returns every screening, oldest first.
-	Screenings(ctx context.Context) ([]Screening, error)
+	// Screenings returns up to limit screenings, oldest first, that were
+	// created after the screening with the id after ("" starts at the
+	// oldest). It returns ErrInvalid if after names no screening.
+	Screenings(ctx context.Context, after string, limit int) ([]Screening, error)
 
 	// BookedSeats returns the booked seats of a screening, mapped to the id
 	// of the booking that holds each. It does not check that the screening

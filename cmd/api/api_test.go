@@ -249,24 +249,20 @@ func TestAPI(t *testing.T) {
 		for i, send := range []func(token string) []string{
 			func(token string) []string { return []string{"Authorization", "Bearer " + token} },
 			func(token string) []string { return []string{"X-Booking-Token", token} },
-			nil, // ?token=
 		} {
-			seatID := []string{"A1", "A2", "A3"}[i]
+			seatID := []string{"A1", "A2"}[i]
 			b := decode[booking](t, call(t, "POST", url, bookingBody("carol", seatID)))
 			del := base + "/v1/bookings/" + b.ID
 			wantError(t, call(t, "DELETE", del, ""), http.StatusUnauthorized, "unauthorized")
 			wantError(t, call(t, "DELETE", del, "", "Authorization", "Basic Zm9vOmJhcg=="), http.StatusUnauthorized, "unauthorized")
 			wantError(t, call(t, "DELETE", del, "", "Authorization", "Bearer wrong"), http.StatusForbidden, "forbidden")
-			wantError(t, call(t, "DELETE", del+"?token=wrong", ""), http.StatusForbidden, "forbidden")
+			// A token is a secret, and secrets never travel in a URL:
+			// even the right one in the query string is no token.
+			wantError(t, call(t, "DELETE", del+"?token="+b.Token, ""), http.StatusUnauthorized, "unauthorized")
 			if _, seats := seatsOf(t, base, s.ID); seats[seatID].BookingID != b.ID {
 				t.Fatalf("a refused cancel freed %s", seatID)
 			}
-			var r response
-			if send == nil {
-				r = call(t, "DELETE", del+"?token="+b.Token, "")
-			} else {
-				r = call(t, "DELETE", del, "", send(b.Token)...)
-			}
+			r := call(t, "DELETE", del, "", send(b.Token)...)
 			if r.status != http.StatusNoContent || len(r.body) != 0 {
 				t.Fatalf("cancel %d: %d %s", i, r.status, r.body)
 			}

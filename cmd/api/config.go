@@ -17,7 +17,7 @@ import (
 	"github.com/seatlock/seatlock/reservation"
 )
 
-// config is the server's configuration: DESIGN.md section 3.
+// config is the server's configuration; the README lists every setting.
 type config struct {
 	Addr         string
 	DatabaseURL  string // empty: the in-memory store

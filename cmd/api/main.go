@@ -1,5 +1,5 @@
-// Command api is the seatlock HTTP server: the booking API of DESIGN.md
-// section 4 over an in-memory or Postgres store, with seats protected by
+// Command api is the seatlock HTTP server: the booking API of docs/api.md
+// over an in-memory or Postgres store, with seats protected by
 // the lock strategy of each screening.
 //
 // Every setting is a flag and an environment variable (the flag wins):

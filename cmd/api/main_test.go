@@ -177,7 +177,9 @@ func call(t testing.TB, method, url, body string, headers ...string) response {
 	if err != nil {
 		t.Fatalf("%s %s: reading body: %v", method, url, err)
 	}
-	return response{status: res.StatusCode, header: res.Header, body: b}
+	answer := response{status: res.StatusCode, header: res.Header, body: b}
+	checkOpenAPI(t, req, answer)
+	return answer
 }
 
 // decode unmarshals an answer's JSON body into a T.

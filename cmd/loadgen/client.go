@@ -74,7 +74,7 @@ func (e *statusError) Error() string {
 	return fmt.Sprintf("HTTP %d %s: %s", e.status, e.code, e.message)
 }
 
-// client talks to the seatlock HTTP API of DESIGN.md section 4. It is safe
+// client talks to the seatlock HTTP API of docs/api.md. It is safe
 // for concurrent use: its only state is the http.Client, which is.
 type client struct {
 	http       *http.Client

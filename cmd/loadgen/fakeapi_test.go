@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// fakeAPI implements just enough of DESIGN.md section 4 for loadgen to run
+// fakeAPI implements just enough of the API of docs/api.md for loadgen to run
 // against, with switches that break it in the ways loadgen must catch.
 type fakeAPI struct {
 	// demo allows the unsafe strategies (lock none, guard off).

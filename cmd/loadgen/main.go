@@ -24,8 +24,8 @@ func main() {
 	os.Exit(exitStatus(err, os.Stderr))
 }
 
-// exitStatus maps the result of run to the exit status of DESIGN.md
-// section 6 and prints the error, on one line, to stderr: 0 clean, 1 unsafe,
+// exitStatus maps the result of run to the exit status that docs/loadgen.md
+// documents and prints the error, on one line, to stderr: 0 clean, 1 unsafe,
 // 2 anything that kept loadgen from running or verifying (bad flags,
 // unreachable targets, a server that refused the set-up).
 func exitStatus(err error, stderr io.Writer) int {

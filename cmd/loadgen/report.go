@@ -18,8 +18,8 @@ import (
 )
 
 // report is the outcome of one run: what was sent, what came back, and
-// what verification found. Its JSON form is the public report of
-// DESIGN.md section 6.
+// what verification found. Its JSON form is the public report that
+// docs/loadgen.md describes.
 type report struct {
 	Scenario       string   `json:"scenario"`
 	Targets        []string `json:"targets"`

@@ -31,6 +31,7 @@ type Store struct {
 	mu         sync.RWMutex
 	screenings map[string]reservation.Screening
 	order      []string                        // screening ids, oldest first
+	position   map[string]int                  // screening id -> index in order
 	seats      map[string]map[string]seatState // screening id → seat id → state
 	bookings   map[string]*booking             // booking id → booking
 	idem       map[idemKey]string              // (screening, key hash) → booking id
@@ -58,6 +59,7 @@ type idemKey struct {
 func New() *Store {
 	return &Store{
 		screenings: make(map[string]reservation.Screening),
+		position:   make(map[string]int),
 		seats:      make(map[string]map[string]seatState),
 		bookings:   make(map[string]*booking),
 		idem:       make(map[idemKey]string),
@@ -76,6 +78,7 @@ func (s *Store) CreateScreening(ctx context.Context, sc reservation.Screening) e
 		return fmt.Errorf("memory: screening %q: %w", sc.ID, reservation.ErrConflict)
 	}
 	s.screenings[sc.ID] = sc
+	s.position[sc.ID] = len(s.order)
 	s.order = append(s.order, sc.ID)
 	return nil
 }
@@ -94,15 +97,25 @@ func (s *Store) Screening(ctx context.Context, id string) (reservation.Screening
 	return sc, nil
 }
 
-// Screenings returns every screening in the order they were created.
-func (s *Store) Screenings(ctx context.Context) ([]reservation.Screening, error) {
+// Screenings returns up to limit screenings in the order they were
+// created, starting after the screening with the id after.
+func (s *Store) Screenings(ctx context.Context, after string, limit int) ([]reservation.Screening, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]reservation.Screening, 0, len(s.order))
-	for _, id := range s.order {
+	start := 0
+	if after != "" {
+		pos, ok := s.position[after]
+		if !ok {
+			return nil, fmt.Errorf("after is no cursor of this list: %w", reservation.ErrInvalid)
+		}
+		start = pos + 1
+	}
+	end := min(start+max(limit, 0), len(s.order))
+	out := make([]reservation.Screening, 0, max(end-start, 0))
+	for _, id := range s.order[min(start, end):end] {
 		out = append(out, s.screenings[id])
 	}
 	return out, nil

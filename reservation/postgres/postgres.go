@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -108,11 +109,22 @@ func (s *Store) Screening(ctx context.Context, id string) (reservation.Screening
 	return sc, translate("screening", err)
 }
 
-// Screenings returns every screening in the order they were created.
-func (s *Store) Screenings(ctx context.Context) ([]reservation.Screening, error) {
-	rows, _ := s.pool.Query(ctx, selectScreenings+` ORDER BY seq`)
-	all, err := pgx.CollectRows(rows, scanScreening)
-	return all, translate("screenings", err)
+// Screenings returns up to limit screenings in the order they were
+// created, starting after the screening with the id after.
+func (s *Store) Screenings(ctx context.Context, after string, limit int) ([]reservation.Screening, error) {
+	var seq int64 // seq starts at 1, so 0 lists from the oldest
+	if after != "" {
+		err := s.pool.QueryRow(ctx, `SELECT seq FROM screenings WHERE id = $1`, after).Scan(&seq)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("after is no cursor of this list: %w", reservation.ErrInvalid)
+		}
+		if err != nil {
+			return nil, translate("screenings", err)
+		}
+	}
+	rows, _ := s.pool.Query(ctx, selectScreenings+` WHERE seq > $1 ORDER BY seq LIMIT $2`, seq, max(limit, 0))
+	page, err := pgx.CollectRows(rows, scanScreening)
+	return page, translate("screenings", err)
 }
 
 func scanScreening(row pgx.CollectableRow) (reservation.Screening, error) {

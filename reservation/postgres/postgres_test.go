@@ -111,7 +111,7 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 	if err := store.Book(ctx, w); !errors.Is(err, reservation.ErrUnavailable) {
 		t.Errorf("Book: %v, want ErrUnavailable", err)
 	}
-	if _, err := store.Screenings(ctx); !errors.Is(err, reservation.ErrUnavailable) {
+	if _, err := store.Screenings(ctx, "", 10); !errors.Is(err, reservation.ErrUnavailable) {
 		t.Errorf("Screenings: %v, want ErrUnavailable", err)
 	}
 }

@@ -63,20 +63,52 @@ func testScreenings(t *testing.T, newStore func(t *testing.T) reservation.Store)
 			}
 			want = append(want, sc.ID)
 		}
-		all, err := store.Screenings(ctx)
-		if err != nil {
-			t.Fatalf("Screenings: %v", err)
-		}
 		// The store may hold other tests' screenings; keep ours, in the
-		// order listed.
-		var got []string
-		for _, sc := range all {
-			if slices.Contains(want, sc.ID) {
-				got = append(got, sc.ID)
+		// order listed. Pages of one from the first of ours walk the rest.
+		got := []string{want[0]}
+		for after := want[0]; len(got) < len(want); {
+			page, err := store.Screenings(ctx, after, 1)
+			if err != nil {
+				t.Fatalf("Screenings(after %s, 1): %v", after, err)
+			}
+			if len(page) != 1 {
+				t.Fatalf("Screenings(after %s, 1) = %d screenings, want 1", after, len(page))
+			}
+			after = page[0].ID
+			if slices.Contains(want, after) {
+				got = append(got, after)
 			}
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("Screenings lists %v, want %v", got, want)
+		}
+		all, err := store.Screenings(ctx, "", 1_000_000)
+		if err != nil {
+			t.Fatalf("Screenings: %v", err)
+		}
+		var first []string
+		for _, sc := range all {
+			if slices.Contains(want, sc.ID) {
+				first = append(first, sc.ID)
+			}
+		}
+		if !slices.Equal(first, want) {
+			t.Fatalf("Screenings from the start lists %v, want %v", first, want)
+		}
+		two, err := store.Screenings(ctx, "", 2)
+		if err != nil || len(two) != 2 {
+			t.Fatalf("Screenings(\"\", 2) = %d screenings, %v; want 2", len(two), err)
+		}
+		last, err := store.Screenings(ctx, all[len(all)-1].ID, 5)
+		if err != nil || len(last) != 0 {
+			t.Fatalf("Screenings after the newest = %d screenings, %v; want none", len(last), err)
+		}
+	})
+
+	t.Run("list after an unknown screening is invalid", func(t *testing.T) {
+		store := newStore(t)
+		if _, err := store.Screenings(t.Context(), "no-such-"+uuid.NewString(), 10); !errors.Is(err, reservation.ErrInvalid) {
+			t.Fatalf("Screenings(after unknown): %v, want ErrInvalid", err)
 		}
 	})
 
