@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/internal/embeddedredis"
 	"github.com/seatlock/seatlock/keyedlock"
 	"github.com/seatlock/seatlock/locking"
 	"github.com/seatlock/seatlock/reservation"
@@ -59,7 +58,7 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics 
 
 	redisURL := cfg.RedisURL
 	if redisURL == "" {
-		emb, err := startEmbeddedRedis()
+		emb, err := embeddedredis.Start()
 		if err != nil {
 			return nil, err
 		}
@@ -116,57 +115,6 @@ func (b *backends) close(logger *slog.Logger) {
 		}
 	}
 	b.closers = nil
-}
-
-// embeddedRedis is a miniredis server on a loopback port with a clock.
-// miniredis expires keys only when told that time has passed, so a
-// goroutine tells it, every clockTick, how much real time has: lock leases
-// then run out as on a real Redis.
-type embeddedRedis struct {
-	srv  *miniredis.Miniredis
-	stop chan struct{} // closed by Close to stop the clock
-	done chan struct{} // closed by the clock goroutine when it ends
-}
-
-const clockTick = 50 * time.Millisecond
-
-func startEmbeddedRedis() (*embeddedRedis, error) {
-	srv := miniredis.NewMiniRedis()
-	if err := srv.StartAddr("127.0.0.1:0"); err != nil {
-		return nil, fmt.Errorf("embedded redis: %w", err)
-	}
-	e := &embeddedRedis{srv: srv, stop: make(chan struct{}), done: make(chan struct{})}
-	go e.clock()
-	return e, nil
-}
-
-// clock advances the server's TTLs by the real time that passed, until
-// stop is closed.
-func (e *embeddedRedis) clock() {
-	defer close(e.done)
-	t := time.NewTicker(clockTick)
-	defer t.Stop()
-	last := time.Now()
-	for {
-		select {
-		case <-e.stop:
-			return
-		case now := <-t.C:
-			e.srv.FastForward(now.Sub(last))
-			last = now
-		}
-	}
-}
-
-// Addr returns the server's host:port.
-func (e *embeddedRedis) Addr() string { return e.srv.Addr() }
-
-// Close stops the clock, waits for it, and stops the server.
-func (e *embeddedRedis) Close() error {
-	close(e.stop)
-	<-e.done
-	e.srv.Close()
-	return nil
 }
 
 // sentinelScheme starts a REDIS_URL that names Redis Sentinels instead of a

@@ -33,6 +33,7 @@ import (
 	"github.com/seatlock/seatlock/httpapi"
 	"github.com/seatlock/seatlock/locking"
 	"github.com/seatlock/seatlock/payment"
+	"github.com/seatlock/seatlock/redisevents"
 	"github.com/seatlock/seatlock/reservation"
 )
 
@@ -94,14 +95,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 // runWith is run with the server's limits given, so that tests can check
-// them in a second rather than in minutes.
+// them in a second rather than in minutes. It reads as the program's
+// steps: configure, open the backends, build the service and the server,
+// serve until ctx ends, drain.
 func runWith(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, limits serverLimits) error {
 	cfg, err := parseConfig(args, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	lockMetrics, err := locking.NewMetrics(reg, logger)
@@ -118,15 +120,39 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	// The live seat map: this instance's bookings go out over Redis, and
 	// everyone's come back to the hub, which feeds the open pages.
 	hub := httpapi.NewHub(0)
-	events := startEvents(ctx, b.redis, hub, logger)
+	events := redisevents.Start(ctx, b.redis, hub, redisevents.Options{Logger: logger})
 	// Deferred after b.close, so it runs before: the events need Redis.
-	defer events.close()
+	defer events.Close()
 
+	svc, err := newService(ctx, cfg, b, events, logger)
+	if err != nil {
+		return err
+	}
+	srv := newServer(cfg, limits, httpapi.NewServer(svc, httpapi.Options{
+		Logger:     logger,
+		Registry:   reg,
+		AdminToken: cfg.AdminToken,
+		Events:     hub,
+	}), logger)
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	// Tests and scripts read this line to find a port chosen by the system.
+	logger.Info("listening on http://"+ln.Addr().String(), "lock", cfg.Lock, "guard", cfg.Guard, "demo", cfg.Demo)
+	return serve(ctx, srv, ln, hub, logger)
+}
+
+// newService builds the booking service over the backends, and makes sure
+// of the demo screening.
+func newService(ctx context.Context, cfg config, b *backends, events reservation.EventPublisher, logger *slog.Logger) (*reservation.Service, error) {
 	var payments reservation.Payments
 	if cfg.PaymentURL != "" {
-		if payments, err = payment.NewClient(cfg.PaymentURL, payment.ClientOptions{}); err != nil {
-			return err // checked by config.validate
+		client, err := payment.NewClient(cfg.PaymentURL, payment.ClientOptions{})
+		if err != nil {
+			return nil, err // checked by config.validate
 		}
+		payments = client
 		logger.Info("payments: charging through a provider", "url", cfg.PaymentURL)
 	}
 	svc := reservation.NewService(b.store, reservation.Options{
@@ -144,16 +170,16 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	// Every instance makes sure of the demo screening; the second one finds
 	// it there (the store answers ErrConflict, which EnsureScreening takes).
 	if err := svc.EnsureScreening(ctx, reservation.NewScreening{ID: "demo", Movie: "Demo Night", Rows: 10, SeatsPerRow: 20}); err != nil {
-		return fmt.Errorf("demo screening: %w", err)
+		return nil, fmt.Errorf("demo screening: %w", err)
 	}
+	return svc, nil
+}
 
-	srv := &http.Server{
-		Handler: httpapi.NewServer(svc, httpapi.Options{
-			Logger:     logger,
-			Registry:   reg,
-			AdminToken: cfg.AdminToken,
-			Events:     hub,
-		}),
+// newServer returns the HTTP server of handler with the limits it grants a
+// client. Its write timeout is as long as the longest booking may take.
+func newServer(cfg config, limits serverLimits, handler http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           handler,
 		ReadHeaderTimeout: limits.readHeader,
 		ReadTimeout:       limits.read,
 		WriteTimeout:      cfg.LockWait + reservation.MaxPaymentDelay + writeMargin,
@@ -161,15 +187,14 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		MaxHeaderBytes:    limits.maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return err
-	}
-	// Tests and scripts read this line to find a port chosen by the system.
-	logger.Info("listening on http://"+ln.Addr().String(), "lock", cfg.Lock, "guard", cfg.Guard, "demo", cfg.Demo)
+}
 
+// serve serves on ln until ctx ends or the server fails, then drains: the
+// requests in flight finish, with their locks released, before serve
+// returns and the backends close.
+func serve(ctx context.Context, srv *http.Server, ln net.Listener, hub *httpapi.Hub, logger *slog.Logger) error {
 	// The server goroutine is owned here: its result is always received
-	// before run returns.
+	// before serve returns.
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -178,9 +203,8 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	case <-ctx.Done():
 	}
 
-	// Requests in flight finish, with their locks released, before the
-	// backends close. ctx has ended, so the drain gets a fresh context, as
-	// long as the longest request may take.
+	// ctx has ended, so the drain gets a fresh context, as long as the
+	// longest request may take.
 	logger.Info("shutting down: draining requests")
 	// Shutdown waits for every request, and a live stream never ends by
 	// itself: closing the hub ends them all first. (Shutdown does not
@@ -188,7 +212,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	hub.Close()
 	drain, cancel := context.WithTimeout(context.Background(), srv.WriteTimeout)
 	defer cancel()
-	err = srv.Shutdown(drain)
+	err := srv.Shutdown(drain)
 	if err != nil {
 		// Cut the connections still open: their requests' contexts end,
 		// so the bookings stop before they write and release their locks.

@@ -1,0 +1,196 @@
+package redisevents_test
+
+import (
+	"context"
+	"net"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seatlock/seatlock/internal/testenv"
+	"github.com/seatlock/seatlock/redisevents"
+	"github.com/seatlock/seatlock/reservation"
+)
+
+// inbox is a Deliverer that keeps the events of one screening. The Redis
+// server is shared with other tests, whose events arrive too.
+type inbox struct {
+	screeningID string
+	events      chan reservation.Event
+}
+
+func newInbox(screeningID string) *inbox {
+	return &inbox{screeningID: screeningID, events: make(chan reservation.Event, 4096)}
+}
+
+func (in *inbox) Deliver(e reservation.Event) {
+	if e.ScreeningID == in.screeningID {
+		in.events <- e
+	}
+}
+
+// next returns the next event, failing t after d.
+func (in *inbox) next(t *testing.T, d time.Duration) reservation.Event {
+	t.Helper()
+	select {
+	case e := <-in.events:
+		return e
+	case <-time.After(d):
+		t.Fatalf("no event of screening %s within %v", in.screeningID, d)
+		return reservation.Event{}
+	}
+}
+
+// client returns a client of the test Redis, closed when t ends.
+func client(t *testing.T) *redis.Client {
+	t.Helper()
+	opt, err := redis.ParseURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// start starts a bus on its own client and closes it when t ends, before
+// the client.
+func start(t *testing.T, to redisevents.Deliverer) *redisevents.Bus {
+	t.Helper()
+	c := client(t)
+	b := redisevents.Start(t.Context(), c, to, redisevents.Options{})
+	t.Cleanup(b.Close)
+	return b
+}
+
+func event(screeningID string, n int) reservation.Event {
+	return reservation.Event{
+		Kind:        reservation.EventBooked,
+		ScreeningID: screeningID,
+		BookingID:   uuid.NewString(),
+		Seats:       []string{"A1", reservation.SeatID(1, n+1)},
+		At:          time.Date(2026, 1, 2, 3, 4, 5, n, time.UTC),
+	}
+}
+
+// TestEveryInstanceReceives publishes on one bus and sees the event,
+// unchanged, on that bus and on another, as two API instances do.
+func TestEveryInstanceReceives(t *testing.T) {
+	id := uuid.NewString()
+	inA, inB := newInbox(id), newInbox(id)
+	a, _ := start(t, inA), start(t, inB)
+
+	want := event(id, 7)
+	a.Publish(t.Context(), want)
+	for name, in := range map[string]*inbox{"publisher": inA, "other": inB} {
+		if got := in.next(t, 5*time.Second); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s received %+v, want %+v", name, got, want)
+		}
+	}
+}
+
+// TestMalformedIgnored: a message that does not decode, or that names
+// another screening than its channel, is not delivered; the next good one
+// is.
+func TestMalformedIgnored(t *testing.T) {
+	id := uuid.NewString()
+	in := newInbox(id)
+	start(t, in)
+
+	c := client(t)
+	other := `{"kind":"booked","screening_id":"` + uuid.NewString() + `","booking_id":"x","seats":["A1"]}`
+	for _, payload := range []string{"not json", other} {
+		if err := c.Publish(t.Context(), redisevents.ChannelPrefix+id, payload).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Its own screening, on the wrong channel: not delivered either.
+	misplaced := `{"kind":"booked","screening_id":"` + id + `","booking_id":"x","seats":["A1"]}`
+	if err := c.Publish(t.Context(), redisevents.ChannelPrefix+uuid.NewString(), misplaced).Err(); err != nil {
+		t.Fatal(err)
+	}
+	good := `{"kind":"cancelled","screening_id":"` + id + `","booking_id":"y","seats":["B2"]}`
+	if err := c.Publish(t.Context(), redisevents.ChannelPrefix+id, good).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := in.next(t, 5*time.Second); got.BookingID != "y" || got.Kind != reservation.EventCancelled {
+		t.Errorf("first event delivered: %+v, want the cancellation of booking y", got)
+	}
+}
+
+// TestCloseSendsWhatIsQueued: the events queued when Close is called (the
+// bookings of the last requests drained at shutdown) still reach the other
+// instances, all of them and in order.
+func TestCloseSendsWhatIsQueued(t *testing.T) {
+	id := uuid.NewString()
+	in := newInbox(id)
+	start(t, in)
+
+	const n = 1000 // within the queue, so none is dropped
+	pub := redisevents.Start(t.Context(), client(t), newInbox(""), redisevents.Options{})
+	for i := range n {
+		pub.Publish(t.Context(), event(id, i))
+	}
+	pub.Close()
+	for i := range n {
+		if got := in.next(t, 5*time.Second); got.At.Nanosecond() != i {
+			t.Fatalf("event %d of %d: got the one published as %d", i, n, got.At.Nanosecond())
+		}
+	}
+}
+
+// TestPublishNeverWaits: with a Redis that accepts connections and never
+// answers, Publish still returns at once; what does not fit in the queue
+// is dropped, so a booking is never slowed by the seat map.
+func TestPublishNeverWaits(t *testing.T) {
+	c := redis.NewClient(&redis.Options{
+		Addr: silentServer(t), MaxRetries: -1, DialerRetries: 1,
+		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond,
+	})
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	b := redisevents.Start(ctx, c, newInbox(""), redisevents.Options{})
+
+	start := time.Now()
+	for i := range 5000 {
+		b.Publish(t.Context(), event("down", i))
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("5000 events published to a Redis that does not answer took %v; Publish must not wait", took)
+	}
+	b.Close() // sends what is queued, each batch timing out
+}
+
+// silentServer listens on a loopback port, accepts connections and never
+// answers on them, until t ends.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn // read and written only by the accept loop until it ends
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
