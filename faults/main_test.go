@@ -12,12 +12,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seatlock/seatlock/internal/testenv"
 )
 
 // binaries are the programs TestMain builds once for the whole test
@@ -67,14 +67,10 @@ var httpClient = &http.Client{Timeout: 30 * time.Second}
 type instance struct {
 	url  string
 	cmd  *exec.Cmd
-	logs *logBuffer
+	logs *testenv.LogWatcher
 	// exited is closed when the process has ended and its stderr is read.
 	exited chan struct{}
 }
-
-// listeningLine is what the API prints on stderr once it accepts
-// connections.
-var listeningLine = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
 
 // startAPI starts the API binary as a child process with the given
 // environment on 127.0.0.1:0 and returns once /healthz answers. The
@@ -89,7 +85,7 @@ func startAPI(t *testing.T, env map[string]string) *instance {
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	logs := newLogBuffer()
+	logs := testenv.NewLogWatcher()
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start api: %v", err)
@@ -108,16 +104,16 @@ func startAPI(t *testing.T, env map[string]string) *instance {
 			t.Errorf("api pid %d did not exit within 10s of SIGKILL", cmd.Process.Pid)
 		}
 		if t.Failed() {
-			t.Logf("log of api pid %d:\n%s", cmd.Process.Pid, logs.tail(6<<10))
+			t.Logf("log of api pid %d:\n%s", cmd.Process.Pid, logs.Tail(6<<10))
 		}
 	})
 
 	select {
-	case inst.url = <-logs.addr:
+	case inst.url = <-logs.Addr():
 	case <-inst.exited:
-		t.Fatalf("api exited at start:\n%s", logs.tail(4<<10))
+		t.Fatalf("api exited at start:\n%s", logs.Tail(4<<10))
 	case <-time.After(60 * time.Second):
-		t.Fatalf("api printed no listening line within 60s:\n%s", logs.tail(4<<10))
+		t.Fatalf("api printed no listening line within 60s:\n%s", logs.Tail(4<<10))
 	}
 	waitFor(t, 10*time.Second, inst.url+"/healthz is OK", func() bool {
 		return getStatus(inst.url+"/healthz") == http.StatusOK
@@ -142,45 +138,6 @@ func (i *instance) kill(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("pid %d still there 10s after SIGKILL", i.cmd.Process.Pid)
 	}
-}
-
-// logBuffer keeps an instance's stderr and reports the address of its
-// listening line once.
-type logBuffer struct {
-	addr chan string // receives the base URL once
-
-	mu   sync.Mutex // protects buf and sent: written by exec's copier, read by tests
-	buf  bytes.Buffer
-	sent bool
-}
-
-func newLogBuffer() *logBuffer { return &logBuffer{addr: make(chan string, 1)} }
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf.Write(p)
-	if !l.sent {
-		if m := listeningLine.FindSubmatch(l.buf.Bytes()); m != nil {
-			l.sent = true
-			l.addr <- string(m[1])
-		}
-	}
-	return len(p), nil
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func (l *logBuffer) tail(n int) string {
-	s := l.String()
-	if len(s) > n {
-		s = "..." + s[len(s)-n:]
-	}
-	return s
 }
 
 // waitFor polls cond every 20ms until it holds, and fails t after timeout.

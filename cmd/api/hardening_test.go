@@ -31,7 +31,7 @@ import (
 func startLimited(t *testing.T, limits serverLimits, env map[string]string, args ...string) *instance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := newLogWatcher()
+	logs := testenv.NewLogWatcher()
 	done := make(chan error, 1)
 	args = append([]string{"-addr", "127.0.0.1:0"}, args...)
 	go func() {
@@ -46,17 +46,17 @@ func startLimited(t *testing.T, limits serverLimits, env map[string]string, args
 			t.Errorf("run returned %v", err)
 		}
 		if t.Failed() {
-			t.Logf("API log:\n%s", logs.tail(8<<10))
+			t.Logf("API log:\n%s", logs.Tail(8<<10))
 		}
 	})
 	select {
-	case url := <-logs.addr:
+	case url := <-logs.Addr():
 		return &instance{url: url, logs: logs, stop: stop}
 	case err := <-done:
 		done <- err
-		t.Fatalf("run ended at start: %v\n%s", err, logs.tail(4<<10))
+		t.Fatalf("run ended at start: %v\n%s", err, logs.Tail(4<<10))
 	case <-time.After(60 * time.Second):
-		t.Fatalf("no listening line within 60s\n%s", logs.tail(4<<10))
+		t.Fatalf("no listening line within 60s\n%s", logs.Tail(4<<10))
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,11 +8,12 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seatlock/seatlock/internal/testenv"
 )
 
 // TestMain lets a test run main itself in a child process, to see real
@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 // system chose.
 type instance struct {
 	url  string
-	logs *logWatcher
+	logs *testenv.LogWatcher
 	stop func() error // ends run's context and returns run's error
 }
 
@@ -50,7 +50,7 @@ func startAPI(t *testing.T, env map[string]string, args ...string) *instance {
 // launch is startAPI without t.Fatal, for starting instances concurrently.
 func launch(t *testing.T, env map[string]string, args ...string) (*instance, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := newLogWatcher()
+	logs := testenv.NewLogWatcher()
 	done := make(chan error, 1)
 	args = append([]string{"-addr", "127.0.0.1:0"}, args...)
 	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, io.Discard, logs) }()
@@ -69,18 +69,18 @@ func launch(t *testing.T, env map[string]string, args ...string) (*instance, err
 			t.Errorf("run returned %v", err)
 		}
 		if t.Failed() {
-			t.Logf("API log (%s):\n%s", strings.Join(args, " "), logs.tail(8<<10))
+			t.Logf("API log (%s):\n%s", strings.Join(args, " "), logs.Tail(8<<10))
 		}
 	})
 
 	var url string
 	select {
-	case url = <-logs.addr:
+	case url = <-logs.Addr():
 	case err := <-done:
 		done <- err // for stop
-		return nil, fmt.Errorf("run ended at start: %v\n%s", err, logs.tail(4<<10))
+		return nil, fmt.Errorf("run ended at start: %v\n%s", err, logs.Tail(4<<10))
 	case <-time.After(60 * time.Second):
-		return nil, fmt.Errorf("no listening line within 60s\n%s", logs.tail(4<<10))
+		return nil, fmt.Errorf("no listening line within 60s\n%s", logs.Tail(4<<10))
 	}
 	inst := &instance{url: url, logs: logs, stop: stop}
 	for deadline := time.Now().Add(10 * time.Second); ; {
@@ -96,47 +96,6 @@ func launch(t *testing.T, env map[string]string, args ...string) (*instance, err
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// logWatcher is the stderr of an instance: it keeps the log and reports the
-// address of the "listening on" line.
-type logWatcher struct {
-	addr chan string // receives the base URL once
-
-	mu   sync.Mutex // protects buf and sent
-	buf  bytes.Buffer
-	sent bool
-}
-
-var listeningLine = regexp.MustCompile(`listening on (http://[0-9.:\[\]a-f]+)`)
-
-func newLogWatcher() *logWatcher { return &logWatcher{addr: make(chan string, 1)} }
-
-func (w *logWatcher) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf.Write(p)
-	if !w.sent {
-		if m := listeningLine.FindSubmatch(p); m != nil {
-			w.sent = true
-			w.addr <- string(m[1])
-		}
-	}
-	return len(p), nil
-}
-
-func (w *logWatcher) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
-}
-
-func (w *logWatcher) tail(n int) string {
-	s := w.String()
-	if len(s) > n {
-		s = "..." + s[len(s)-n:]
-	}
-	return s
 }
 
 // httpClient is shared by the tests; its transport keeps enough idle
