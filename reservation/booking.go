@@ -30,9 +30,9 @@ type Confirmation struct {
 // Book books seats for a customer, all or nothing. It validates the request,
 // sorts the seats, takes the locks of the screening's strategy in that order,
 // checks the seats are free, waits the payment delay, writes through the
-// screening's guard, and releases the locks. Under LockPostgresXact all of
-// it, from the locks to the write, runs in one transaction of the store
-// (see TxBooker).
+// screening's guard, and releases the locks. Under LockPostgresXact the
+// locks belong to a transaction of the store, and the check and the write
+// go through that transaction (see TxLease).
 //
 // It returns ErrInvalid, ErrNotFound, ErrSeatTaken (a *SeatsTakenError),
 // ErrSeatBusy when the locks could not be had within the lock wait,
@@ -55,24 +55,22 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 			return c, err
 		}
 	}
-	if sc.Lock == LockPostgresXact {
-		return s.bookInTransaction(ctx, sc, seats, req.Customer, idem)
-	}
 
 	lease, err := s.lock(ctx, sc, seats)
 	if err != nil {
 		return Confirmation{}, err
 	}
 	defer s.release(ctx, lease)
+	store := s.storeOf(lease)
 
 	// A request with the same key may have booked while this one waited
 	// for the locks.
 	if idem != nil {
-		if c, ok, err := s.replay(ctx, s.store, sc.ID, idem); ok || err != nil {
+		if c, ok, err := s.replay(ctx, store, sc.ID, idem); ok || err != nil {
 			return c, err
 		}
 	}
-	taken, err := s.store.TakenSeats(ctx, sc.ID, seats)
+	taken, err := store.TakenSeats(ctx, sc.ID, seats)
 	if err != nil {
 		return Confirmation{}, err
 	}
@@ -81,70 +79,13 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 		// written between the replay check above and this one: its seats
 		// are the ones taken, and the right answer is its confirmation.
 		if idem != nil {
-			if c, ok, err := s.replay(ctx, s.store, sc.ID, idem); ok || err != nil {
+			if c, ok, err := s.replay(ctx, store, sc.ID, idem); ok || err != nil {
 				return c, err
 			}
 		}
 		return Confirmation{}, &SeatsTakenError{Seats: taken}
 	}
-	return s.payAndWrite(ctx, sc, seats, req.Customer, lease, idem)
-}
-
-// bookInTransaction runs the critical section of LockPostgresXact: the
-// store opens one transaction, locks the seats in it, and everything from
-// the check to the write happens inside, reading through the transaction.
-// The write needs no fencing token: the lock cannot be lost without the
-// transaction failing, and then nothing is written. GuardFence still makes
-// the write conditional, as a second line of defence.
-func (s *Service) bookInTransaction(ctx context.Context, sc Screening, seats []string, customer string, idem *idempotency) (Confirmation, error) {
-	tb, ok := s.store.(TxBooker)
-	if !ok {
-		return Confirmation{}, fmt.Errorf("screening %s: lock strategy %q needs a store that books in a transaction: %w", sc.ID, sc.Lock, ErrUnavailable)
-	}
-	// c is the answer: the new booking, or the one a request with the
-	// same key made while this one waited; chargeID is the charge the
-	// payment made. Only the callback sets them, and BookLocked has
-	// returned before they are read.
-	var c Confirmation
-	replayed := false
-	chargeID := ""
-	err := tb.BookLocked(ctx, sc.ID, seats, s.opts.LockWait, func(ctx context.Context, r Reader) (*Write, error) {
-		if idem != nil {
-			var err error
-			if c, replayed, err = s.replay(ctx, r, sc.ID, idem); replayed || err != nil {
-				return nil, err
-			}
-		}
-		taken, err := r.TakenSeats(ctx, sc.ID, seats)
-		if err != nil {
-			return nil, err
-		}
-		if len(taken) > 0 {
-			return nil, &SeatsTakenError{Seats: taken}
-		}
-		w, conf, err := s.newWrite(sc, seats, customer, noLease{}, idem)
-		if err != nil {
-			return nil, err
-		}
-		c = conf
-		if chargeID, err = s.pay(ctx, sc, w, noLease{}); err != nil {
-			return nil, err
-		}
-		return &w, nil
-	})
-	if err != nil {
-		// The transaction rolled back: nothing was booked.
-		s.refund(ctx, chargeID, c.Booking.ID)
-	}
-	switch {
-	case err == nil && replayed:
-		return c, nil
-	case errors.Is(err, ErrSeatBusy):
-		return Confirmation{}, &messageError{kind: ErrSeatBusy, msg: fmt.Sprintf("seats %s are being booked by someone else; try again", strings.Join(seats, ", "))}
-	case ctx.Err() != nil && err != nil:
-		return Confirmation{}, ctx.Err()
-	}
-	return s.written(ctx, sc.ID, c, idem, err)
+	return s.payAndWrite(ctx, store, sc, seats, req.Customer, lease, idem)
 }
 
 // validateBooking checks a booking request against the screening and returns
@@ -206,7 +147,7 @@ func (s *Service) lock(ctx context.Context, sc Screening, seats []string) (SeatL
 		return lease, nil
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrSeatBusy):
 		return nil, &messageError{kind: ErrSeatBusy, msg: fmt.Sprintf("seats %s are being booked by someone else; try again", strings.Join(seats, ", "))}
 	default:
 		return nil, err
@@ -224,17 +165,18 @@ func (s *Service) release(ctx context.Context, lease SeatLease) {
 	}
 }
 
-// payAndWrite pays for the booking and records it through the screening's
-// guard. A charge that went through is refunded when the booking is not
-// confirmed after all: the lock was lost, or the guarded write refused it.
-func (s *Service) payAndWrite(ctx context.Context, sc Screening, seats []string, customer string, lease SeatLease, idem *idempotency) (Confirmation, error) {
+// payAndWrite pays for the booking and records it in store through the
+// screening's guard. A charge that went through is refunded when the
+// booking is not confirmed after all: the lock was lost, or the guarded
+// write refused it.
+func (s *Service) payAndWrite(ctx context.Context, store bookingStore, sc Screening, seats []string, customer string, lease SeatLease, idem *idempotency) (Confirmation, error) {
 	w, c, err := s.newWrite(sc, seats, customer, lease, idem)
 	if err != nil {
 		return Confirmation{}, err
 	}
 	chargeID, err := s.pay(ctx, sc, w, lease)
 	if err == nil {
-		err = s.store.Book(ctx, w)
+		err = store.Book(ctx, w)
 	}
 	if err != nil {
 		s.refund(ctx, chargeID, w.Booking.ID)

@@ -34,7 +34,8 @@ const (
 	// the transaction that writes the booking: the whole critical section
 	// runs in that one transaction, so lock and write commit or roll back
 	// together and no lease can run out in between. The strongest
-	// strategy; offered only by a Store that is a TxBooker.
+	// strategy; its locker is made by a store that can lock in a
+	// transaction (see TxLease).
 	LockPostgresXact Strategy = "postgres-xact"
 	// LockRedlock is the Redlock algorithm over several independent Redis
 	// servers: a majority of them must grant each seat.

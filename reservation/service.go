@@ -103,12 +103,8 @@ func (s *Service) checkChoice(l Strategy, g Guard) error {
 }
 
 // offers reports whether the service can protect seats with strategy l:
-// it has a locker for it, or, for LockPostgresXact, its store is a TxBooker.
+// it has a locker for it.
 func (s *Service) offers(l Strategy) bool {
-	if l == LockPostgresXact {
-		_, ok := s.store.(TxBooker)
-		return ok
-	}
 	_, ok := s.opts.Lockers[l]
 	return ok
 }
@@ -121,9 +117,6 @@ func (s *Service) Strategies() []string {
 	}
 	for l := range s.opts.Lockers {
 		names = append(names, string(l))
-	}
-	if _, ok := s.store.(TxBooker); ok && !slices.Contains(names, string(LockPostgresXact)) {
-		names = append(names, string(LockPostgresXact))
 	}
 	slices.Sort(names)
 	return names

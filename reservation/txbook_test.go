@@ -10,15 +10,16 @@ import (
 	"github.com/seatlock/seatlock/reservation/memory"
 )
 
-// TestPostgresXactNeedsATxBooker: the memory store cannot hold a lock in a
-// transaction, so a service over it does not offer postgres-xact, and a
-// screening that asks for it is refused with the list of what is offered.
-func TestPostgresXactNeedsATxBooker(t *testing.T) {
+// TestPostgresXactNeedsItsLocker: a service offers postgres-xact only when
+// it is given its locker (a store that can lock in a transaction, as the
+// Postgres one can, makes it), and a screening that asks for it otherwise
+// is refused with the list of what is offered.
+func TestPostgresXactNeedsItsLocker(t *testing.T) {
 	svc := reservation.NewService(memory.New(), reservation.Options{
 		Lockers: map[reservation.Strategy]reservation.SeatLocker{reservation.LockRedis: &fakeLocker{}},
 	})
 	if slices.Contains(svc.Strategies(), string(reservation.LockPostgresXact)) {
-		t.Errorf("Strategies() = %v offers postgres-xact over the memory store", svc.Strategies())
+		t.Errorf("Strategies() = %v offers postgres-xact without its locker", svc.Strategies())
 	}
 	_, err := svc.CreateScreening(t.Context(), reservation.NewScreening{
 		Movie: "M", Rows: 1, SeatsPerRow: 1, Lock: reservation.LockPostgresXact})

@@ -35,7 +35,7 @@ type backends struct {
 // one locker per strategy, each measured by metrics. On error it closes
 // what it had opened.
 func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics *locking.Metrics) (_ *backends, err error) {
-	b := &backends{}
+	b := &backends{lockers: make(map[reservation.Strategy]reservation.SeatLocker)}
 	defer func() {
 		if err != nil {
 			b.close(logger)
@@ -53,6 +53,10 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics 
 			return nil, fmt.Errorf("postgres: %w", err)
 		}
 		b.store = pg
+		// Not measured: the lease of a transaction lock is the
+		// transaction itself (a reservation.TxLease), which a measuring
+		// wrapper would hide from the booking.
+		b.lockers[reservation.LockPostgresXact] = pg.XactLocker()
 		b.closers = append(b.closers, func() error { pg.Close(); return nil })
 	}
 
@@ -78,13 +82,14 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics 
 
 	// The strategies of one lock service each are measured whole, under
 	// their own name as the layer.
-	b.lockers = make(map[reservation.Strategy]reservation.SeatLocker)
 	if err := openOtherLockers(ctx, cfg, logger, b); err != nil {
 		return nil, err
 	}
 	b.lockers[reservation.LockGlobal] = locking.Global()
 	for strategy, l := range b.lockers {
-		b.lockers[strategy] = locking.Instrument(string(strategy), l, metrics)
+		if strategy != reservation.LockPostgresXact {
+			b.lockers[strategy] = locking.Instrument(string(strategy), l, metrics)
+		}
 	}
 
 	// The keyed and redis layers are measured on their own, and

@@ -31,9 +31,6 @@ const lockPoolSize = 16
 // in LOCK_DIR), redlock (with REDLOCK_URLS) and zookeeper (with
 // ZOOKEEPER_SERVERS). A strategy whose backend is not configured is not
 // offered: creating a screening with it is a 400 that lists what is.
-// postgres-xact needs no locker: the service offers it whenever the store
-// can book in a transaction (reservation.TxBooker), that is with
-// DATABASE_URL.
 func openOtherLockers(ctx context.Context, cfg config, logger *slog.Logger, b *backends) error {
 	files, err := flock.New(cfg.LockDir, flock.Options{})
 	if err != nil {

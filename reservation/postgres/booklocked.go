@@ -14,102 +14,59 @@ import (
 	"github.com/seatlock/seatlock/reservation"
 )
 
-var _ reservation.TxBooker = (*Store)(nil)
-
 // rollbackTimeout bounds the rollback of a booking's transaction, which
 // runs even when the request was cancelled: a transaction left open would
 // hold its seats' locks.
 const rollbackTimeout = 5 * time.Second
 
-// BookLocked runs a booking's critical section in one transaction that
-// holds a transaction advisory lock (pg_advisory_xact_lock, see
-// pglock.XactLock) on every seat, taken in one order, so that two bookings
-// with overlapping seats cannot deadlock. critical reads through the
-// transaction; its Write is recorded by the statements of Book in the same
-// transaction, which then commits, releasing the locks. Lock and write
-// commit or roll back together: there is no lease, no watchdog, and no
-// fencing token to check.
+// XactLocker returns the seat locker of reservation.LockPostgresXact over
+// the store. Its LockSeats begins a transaction and takes a transaction
+// advisory lock (pg_advisory_xact_lock, see pglock.XactLock) on every seat
+// in it, in one order, so that two bookings with overlapping seats cannot
+// deadlock. The lease it returns is that transaction, a
+// reservation.TxLease: the booking reads its seats through it, and its
+// Book writes the booking with the statements of Store.Book and commits,
+// releasing the locks. Lock and write commit or roll back together: there
+// is no lease to run out, no watchdog, and no fencing token to check.
 //
 // The locks are keyed "{screening}:seat" in pglock's default namespace,
-// the keys of the postgres strategy's session locks (reservation.SeatKey), so
-// that the two Postgres strategies exclude each other on a seat.
+// the keys of the postgres strategy's session locks (reservation.SeatKey),
+// so that the two Postgres strategies exclude each other on a seat.
 //
-// The connection and the locks must be had within lockWait, else the error
-// wraps reservation.ErrSeatBusy. The wait is bounded twice: by a context
-// deadline, which ends it with a cancel request, and by lock_timeout on
-// the server, in case the cancel request is lost (its error is 55P03,
-// lock_not_available). The cost is one pool connection and one open
-// transaction per booking for its whole critical section, payment delay
-// included: the pool size bounds how many such bookings run at once.
-//
-// It returns the error of critical as it is, the errors of Book,
-// reservation.ErrInvalid when the Write names a seat that was not locked or
-// another screening, reservation.ErrUnavailable when the database cannot be
-// reached, or an error wrapping ctx.Err() when ctx ended. Nothing is
-// written when it fails.
-func (s *Store) BookLocked(ctx context.Context, screeningID string, seats []string, lockWait time.Duration, critical reservation.CriticalSection) error {
-	tx, err := s.lockSeats(ctx, screeningID, seats, lockWait)
+// The cost is one pool connection and one open transaction per booking
+// for its whole critical section, payment delay included: the pool size
+// bounds how many such bookings run at once.
+func (s *Store) XactLocker() reservation.SeatLocker { return xactLocker{s} }
+
+type xactLocker struct{ s *Store }
+
+var _ reservation.SeatLocker = xactLocker{}
+
+// LockSeats begins a transaction and takes the seats' locks in it, waiting
+// as long as ctx allows: waiting for a connection is part of it, since a
+// full pool is bookings in their critical sections. The wait is bounded
+// twice: by ctx, which ends it with a cancel request, and by lock_timeout
+// on the server, set to ctx's deadline in case the cancel request is lost
+// (its error is 55P03, lock_not_available). When the wait ends, the error
+// wraps context.DeadlineExceeded (or ctx's error) and
+// reservation.ErrSeatBusy; when the database cannot be reached, it wraps
+// reservation.ErrUnavailable. On failure nothing is left open.
+func (l xactLocker) LockSeats(ctx context.Context, screeningID string, seats []string) (reservation.SeatLease, error) {
+	busy := func(what string, cause error) error {
+		return fmt.Errorf("postgres: lock seats: %s within the lock wait: %w (%w)", what, reservation.ErrSeatBusy, cause)
+	}
+	tx, err := l.s.pool.Begin(ctx)
 	if err != nil {
-		return err
-	}
-	defer func() {
-		// After Commit, a no-op. The request may be cancelled, so the
-		// rollback has a context of its own.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
-		defer cancel()
-		_ = tx.Rollback(rctx)
-	}()
-
-	w, err := critical(ctx, txReader{tx})
-	if err != nil || w == nil {
-		return err
-	}
-	if err := w.Validate(); err != nil {
-		return err
-	}
-	if w.Booking.ScreeningID != screeningID {
-		return fmt.Errorf("postgres: book locked: the write is for screening %q, the locks for %q: %w", w.Booking.ScreeningID, screeningID, reservation.ErrInvalid)
-	}
-	for _, seat := range w.Booking.Seats {
-		if !slices.Contains(seats, seat) {
-			return fmt.Errorf("postgres: book locked: seat %q was not locked: %w", seat, reservation.ErrInvalid)
-		}
-	}
-	if err := book(ctx, tx, *w); err != nil {
-		return err
-	}
-	return translate("book locked", tx.Commit(ctx))
-}
-
-// lockSeats begins a transaction and takes the seats' locks in it within
-// lockWait. On success the caller owns tx; on failure it is rolled back.
-func (s *Store) lockSeats(ctx context.Context, screeningID string, seats []string, lockWait time.Duration) (pgx.Tx, error) {
-	deadline := time.Now().Add(lockWait)
-	wait, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	busy := func(what string) error {
-		return fmt.Errorf("postgres: book locked: %s within the lock wait of %v: %w", what, lockWait, reservation.ErrSeatBusy)
-	}
-
-	// Every booking of this strategy holds a connection for its whole
-	// critical section, so a full pool is bookings in their critical
-	// sections: waiting for a connection is part of waiting for the locks.
-	tx, err := s.pool.Begin(wait)
-	if err != nil {
-		if ctx.Err() == nil && wait.Err() != nil {
-			return nil, busy("no connection came free")
-		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("postgres: book locked: %w", ctx.Err())
+			return nil, busy("no connection came free", ctx.Err())
 		}
-		return nil, translate("book locked", err)
+		return nil, translate("lock seats", err)
 	}
+	locked := &lockedTx{tx: tx, screeningID: screeningID, seats: slices.Clone(seats)}
 	ok := false
 	defer func() {
 		if !ok {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
-			defer cancel()
-			_ = tx.Rollback(rctx)
+			_ = locked.Release(ctx)
 		}
 	}()
 
@@ -117,43 +74,100 @@ func (s *Store) lockSeats(ctx context.Context, screeningID string, seats []strin
 	for i, seat := range seats {
 		keys[i] = reservation.SeatKey(screeningID, seat)
 	}
-	timeout := max(time.Until(deadline), time.Millisecond)
-	_, err = tx.Exec(wait, `SELECT set_config('lock_timeout', $1, true)`, fmt.Sprintf("%dms", timeout.Milliseconds()))
+	if deadline, has := ctx.Deadline(); has {
+		timeout := max(time.Until(deadline), time.Millisecond)
+		_, err = tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, fmt.Sprintf("%dms", timeout.Milliseconds()))
+	}
 	if err == nil {
-		err = pglock.XactLock(wait, tx, keys...)
+		err = pglock.XactLock(ctx, tx, keys...)
 	}
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
-		return nil, fmt.Errorf("postgres: book locked: %w", ctx.Err())
-	case wait.Err() != nil, errors.As(err, &pgErr) && pgErr.Code == "55P03": // lock_not_available
-		return nil, busy(fmt.Sprintf("seats %v were not free", seats))
+		return nil, busy(fmt.Sprintf("seats %v were not free", seats), ctx.Err())
+	case errors.As(err, &pgErr) && pgErr.Code == "55P03": // lock_not_available
+		return nil, busy(fmt.Sprintf("seats %v were not free", seats), context.DeadlineExceeded)
 	default:
-		return nil, translate("book locked", err)
+		return nil, translate("lock seats", err)
 	}
 	// The write's own row locks wait as long as the session allows, as in
-	// Book: put lock_timeout back.
-	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout TO DEFAULT`); err != nil {
-		return nil, translate("book locked", err)
+	// Book: put lock_timeout back. ctx is only the lock wait; this belongs
+	// to the transaction.
+	if _, err := tx.Exec(context.WithoutCancel(ctx), `SET LOCAL lock_timeout TO DEFAULT`); err != nil {
+		return nil, translate("lock seats", err)
 	}
 	ok = true
-	return tx, nil
+	return locked, nil
 }
 
-// txReader reads through the transaction that holds a booking's locks.
-type txReader struct{ tx pgx.Tx }
-
-var _ reservation.Reader = txReader{}
-
-func (r txReader) TakenSeats(ctx context.Context, screeningID string, seats []string) ([]string, error) {
-	return takenSeats(ctx, r.tx, screeningID, seats)
+// lockedTx is a transaction that holds the advisory locks of seats of one
+// screening: the lease of XactLocker.
+type lockedTx struct {
+	tx          pgx.Tx
+	screeningID string
+	seats       []string // sorted, as locked
 }
 
-func (r txReader) Idempotent(ctx context.Context, screeningID string, keyHash []byte) (reservation.IdempotencyRecord, error) {
-	return idempotent(ctx, r.tx, screeningID, keyHash)
+var _ reservation.TxLease = (*lockedTx)(nil)
+
+// Fence returns 0: the lock cannot be lost without the transaction, so the
+// write needs no fencing token.
+func (*lockedTx) Fence(string) int64 { return 0 }
+
+// Lost returns nil: the lock cannot be lost while the transaction lives.
+func (*lockedTx) Lost() <-chan struct{} { return nil }
+
+// Release rolls the transaction back, which releases the locks; after Book
+// it has nothing to do. The request may be cancelled, so the rollback has
+// a context of its own.
+func (t *lockedTx) Release(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	if err := t.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+		return translate("release seat locks", err)
+	}
+	return nil
 }
 
-func (r txReader) Booking(ctx context.Context, id string) (reservation.Booking, []byte, error) {
-	return booking(ctx, r.tx, id)
+// Book records w in the transaction with the statements of Store.Book, and
+// commits, releasing the locks. It rolls back when it fails. It returns the
+// errors of Store.Book, and reservation.ErrInvalid when w names a seat that
+// was not locked or another screening.
+func (t *lockedTx) Book(ctx context.Context, w reservation.Write) error {
+	err := t.book(ctx, w)
+	if err != nil {
+		_ = t.Release(ctx)
+	}
+	return err
+}
+
+func (t *lockedTx) book(ctx context.Context, w reservation.Write) error {
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	if w.Booking.ScreeningID != t.screeningID {
+		return fmt.Errorf("postgres: book locked: the write is for screening %q, the locks for %q: %w", w.Booking.ScreeningID, t.screeningID, reservation.ErrInvalid)
+	}
+	for _, seat := range w.Booking.Seats {
+		if !slices.Contains(t.seats, seat) {
+			return fmt.Errorf("postgres: book locked: seat %q was not locked: %w", seat, reservation.ErrInvalid)
+		}
+	}
+	if err := book(ctx, t.tx, w); err != nil {
+		return err
+	}
+	return translate("book locked", t.tx.Commit(ctx))
+}
+
+func (t *lockedTx) TakenSeats(ctx context.Context, screeningID string, seats []string) ([]string, error) {
+	return takenSeats(ctx, t.tx, screeningID, seats)
+}
+
+func (t *lockedTx) Idempotent(ctx context.Context, screeningID string, keyHash []byte) (reservation.IdempotencyRecord, error) {
+	return idempotent(ctx, t.tx, screeningID, keyHash)
+}
+
+func (t *lockedTx) Booking(ctx context.Context, id string) (reservation.Booking, []byte, error) {
+	return booking(ctx, t.tx, id)
 }

@@ -22,7 +22,8 @@ import (
 func xactService(t *testing.T, url string, lockWait time.Duration) (*reservation.Service, *postgres.Store) {
 	t.Helper()
 	store := open(t, url)
-	svc := reservation.NewService(store, reservation.Options{LockWait: lockWait, Demo: true})
+	svc := reservation.NewService(store, reservation.Options{LockWait: lockWait, Demo: true,
+		Lockers: map[reservation.Strategy]reservation.SeatLocker{reservation.LockPostgresXact: store.XactLocker()}})
 	if !slices.Contains(svc.Strategies(), string(reservation.LockPostgresXact)) {
 		t.Fatalf("Strategies() = %v, want postgres-xact offered over the Postgres store", svc.Strategies())
 	}
@@ -46,7 +47,7 @@ func xactScreening(t *testing.T, svc *reservation.Service, guard reservation.Gua
 // transaction lock lets one in at a time, and each later one finds the seat
 // taken. With guard=off the write is blind, so only the lock stands between
 // the bookings and a double booking: this subtest fails (several bookings
-// confirmed) when BookLocked does not take the lock.
+// confirmed) when XactLocker does not take the lock.
 func TestXactOneSeatOneWinnerAcrossInstances(t *testing.T) {
 	url := testenv.NewDatabase(t)
 	a, store := xactService(t, url, 30*time.Second)
@@ -92,7 +93,7 @@ func TestXactOneSeatOneWinnerAcrossInstances(t *testing.T) {
 }
 
 // TestXactOverlappingSeatsInOppositeOrders books overlapping pairs of seats
-// directly through BookLocked, each pair in both orders, from two stores.
+// directly through XactLocker, each pair in both orders, from two stores.
 // The locks are taken in one order whatever the order asked, so nobody
 // deadlocks (Postgres would abort one with 40P01), and a booking gets all
 // of its seats or none.
@@ -116,20 +117,12 @@ func TestXactOverlappingSeatsInOppositeOrders(t *testing.T) {
 		}
 		store := stores[i%2]
 		wg.Go(func() {
-			err := store.BookLocked(ctx, sc.ID, seats, 30*time.Second, func(ctx context.Context, r reservation.Reader) (*reservation.Write, error) {
-				taken, err := r.TakenSeats(ctx, sc.ID, seats)
-				if err != nil || len(taken) > 0 {
-					return nil, err
-				}
-				time.Sleep(5 * time.Millisecond) // hold the first lock while others queue
-				return &reservation.Write{
-					Booking: reservation.Booking{ID: uuid.NewString(), ScreeningID: sc.ID, Seats: seats,
-						Customer: "c", Status: reservation.BookingConfirmed, CreatedAt: time.Now()},
-					TokenHash: []byte("t"), Guard: reservation.GuardFence,
-				}, nil
-			})
+			booked, err := bookPair(ctx, store, sc.ID, seats)
 			if err != nil {
-				t.Errorf("BookLocked %v: %v", seats, err)
+				t.Errorf("booking %v: %v", seats, err)
+				return
+			}
+			if !booked {
 				return
 			}
 			mu.Lock()
@@ -162,6 +155,29 @@ func TestXactOverlappingSeatsInOppositeOrders(t *testing.T) {
 	}
 }
 
+// bookPair books seats, in the order given, through a transaction of
+// store that locks them: it reports false when one was taken.
+func bookPair(ctx context.Context, store *postgres.Store, screeningID string, seats []string) (bool, error) {
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	lease, err := store.XactLocker().LockSeats(wait, screeningID, seats)
+	if err != nil {
+		return false, err
+	}
+	tx := lease.(reservation.TxLease)
+	defer tx.Release(ctx)
+	taken, err := tx.TakenSeats(ctx, screeningID, seats)
+	if err != nil || len(taken) > 0 {
+		return false, err
+	}
+	time.Sleep(5 * time.Millisecond) // hold the first lock while others queue
+	return true, tx.Book(ctx, reservation.Write{
+		Booking: reservation.Booking{ID: uuid.NewString(), ScreeningID: screeningID, Seats: seats,
+			Customer: "c", Status: reservation.BookingConfirmed, CreatedAt: time.Now()},
+		TokenHash: []byte("t"), Guard: reservation.GuardFence,
+	})
+}
+
 // TestXactLockWaitIsSeatBusy holds a seat's lock in one transaction (a
 // critical section that waits) and books it from another instance with a
 // short lock wait: the answer is ErrSeatBusy, for the store and the
@@ -184,31 +200,29 @@ func TestXactLockWaitIsSeatBusy(t *testing.T) {
 	t.Cleanup(holder.Close)
 	sc := xactScreening(t, svc, reservation.GuardFence, 0)
 
-	inside, leave := make(chan struct{}), make(chan struct{})
-	held := make(chan error, 1)
-	go func() {
-		held <- holder.BookLocked(ctx, sc.ID, []string{"A1", "A2"}, time.Second, func(context.Context, reservation.Reader) (*reservation.Write, error) {
-			close(inside)
-			<-leave
-			return nil, nil
-		})
-	}()
-	<-inside
+	lockWait := func(d time.Duration) context.Context {
+		ctx, cancel := context.WithTimeout(ctx, d)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	held, err := holder.XactLocker().LockSeats(lockWait(time.Second), sc.ID, []string{"A1", "A2"})
+	if err != nil {
+		t.Fatalf("holder: %v", err)
+	}
 
 	_, err = svc.Book(ctx, reservation.BookRequest{ScreeningID: sc.ID, Seats: []string{"A2", "A3"}, Customer: "bob"})
 	if !errors.Is(err, reservation.ErrSeatBusy) {
 		t.Errorf("Book of a locked seat: %v, want ErrSeatBusy", err)
 	}
-	err = holder.BookLocked(ctx, sc.ID, []string{"B1"}, 50*time.Millisecond, func(context.Context, reservation.Reader) (*reservation.Write, error) {
-		t.Error("critical section ran without a connection")
-		return nil, nil
-	})
-	if !errors.Is(err, reservation.ErrSeatBusy) {
-		t.Errorf("BookLocked with the pool's only connection in use: %v, want ErrSeatBusy", err)
+	other, err := holder.XactLocker().LockSeats(lockWait(50*time.Millisecond), sc.ID, []string{"B1"})
+	if !errors.Is(err, reservation.ErrSeatBusy) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("LockSeats with the pool's only connection in use: %v, want ErrSeatBusy and DeadlineExceeded", err)
+	}
+	if other != nil {
+		t.Error("LockSeats without a connection returned a lease")
 	}
 
-	close(leave)
-	if err := <-held; err != nil {
+	if err := held.Release(ctx); err != nil {
 		t.Fatalf("holder: %v", err)
 	}
 	// Released by the holder's rollback: the seat can be had at once.
@@ -319,5 +333,45 @@ func TestXactIdempotency(t *testing.T) {
 	other.Seats = []string{"B1"}
 	if _, err := b.Book(t.Context(), other); !errors.Is(err, reservation.ErrIdempotencyMismatch) {
 		t.Errorf("same key, other seats: %v, want ErrIdempotencyMismatch", err)
+	}
+}
+
+// TestXactOneConnectionPerBooking books under postgres-xact over a store
+// whose pool has one connection: the booking reads and writes through the
+// transaction that holds its locks, so it never needs a second one. A
+// booking that read or wrote through the store instead would wait for a
+// connection its own transaction holds, until the test's deadline.
+func TestXactOneConnectionPerBooking(t *testing.T) {
+	url := testenv.NewDatabase(t)
+	xactService(t, url, time.Second) // migrates
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := postgres.New(pool)
+	t.Cleanup(store.Close)
+	svc := reservation.NewService(store, reservation.Options{LockWait: time.Second,
+		Lockers: map[reservation.Strategy]reservation.SeatLocker{reservation.LockPostgresXact: store.XactLocker()}})
+	sc := xactScreening(t, svc, reservation.GuardFence, 0)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req := reservation.BookRequest{ScreeningID: sc.ID, Seats: []string{"A1", "A2"}, Customer: "dan", IdempotencyKey: "one"}
+	c, err := svc.Book(ctx, req)
+	if err != nil {
+		t.Fatalf("Book with a pool of one connection: %v", err)
+	}
+	again, err := svc.Book(ctx, req)
+	if err != nil || again.Booking.ID != c.Booking.ID {
+		t.Fatalf("the same request again: %v, %v; want booking %s", again.Booking.ID, err, c.Booking.ID)
+	}
+	req.IdempotencyKey = ""
+	if _, err := svc.Book(ctx, req); !errors.Is(err, reservation.ErrSeatTaken) {
+		t.Fatalf("a second booking of the seats: %v, want ErrSeatTaken", err)
 	}
 }

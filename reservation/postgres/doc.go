@@ -49,12 +49,12 @@
 //
 // # Locks that commit with the write
 //
-// Store is also a reservation.TxBooker: BookLocked runs a booking's whole
-// critical section in one transaction that first takes
-// pg_advisory_xact_lock on every seat (strategy postgres-xact). The seats
-// are read and the booking written through that transaction, and its
-// commit releases the locks: lock and write succeed or fail together, so
-// the lock needs no lease and the write no fencing token. A cancelled
+// Store.XactLocker is the seat locker of strategy postgres-xact: it opens a
+// transaction that first takes pg_advisory_xact_lock on every seat, and
+// hands the booking that transaction as its lease (a reservation.TxLease).
+// The seats are read and the booking written through that transaction, and
+// its commit releases the locks: lock and write succeed or fail together, so
+// nothing can run out before the write and it needs no fencing token. A cancelled
 // request rolls the transaction back, which frees the locks at once. The
 // price is one connection and one open transaction per booking for as long
 // as it pays.

@@ -58,9 +58,22 @@ func faultWrite(sc reservation.Screening, seat string) reservation.Write {
 	}
 }
 
-// writeOnce is a critical section that asks for w to be written.
-func writeOnce(w *reservation.Write) reservation.CriticalSection {
-	return func(context.Context, reservation.Reader) (*reservation.Write, error) { return w, nil }
+// bookXact books w as postgres-xact does: it locks w's seats in a
+// transaction of store within wait, runs between (when not nil) while
+// they are held, and writes w through that transaction.
+func bookXact(ctx context.Context, store *postgres.Store, w reservation.Write, wait time.Duration, between func(ctx context.Context)) error {
+	lockCtx, cancel := context.WithTimeout(ctx, wait)
+	lease, err := store.XactLocker().LockSeats(lockCtx, w.Booking.ScreeningID, w.Booking.Seats)
+	cancel()
+	if err != nil {
+		return err
+	}
+	tx := lease.(reservation.TxLease)
+	defer tx.Release(ctx)
+	if between != nil {
+		between(ctx)
+	}
+	return tx.Book(ctx, w)
 }
 
 // assertNothingWritten checks that the booking of w does not exist and its
@@ -119,9 +132,9 @@ func TestTooManyClientsIsUnavailable(t *testing.T) {
 
 	w := faultWrite(sc, "A1")
 	checks := map[string]error{
-		"Ping":       full.Ping(ctx),
-		"Book":       full.Book(ctx, w),
-		"BookLocked": full.BookLocked(ctx, sc.ID, []string{"A1"}, time.Second, writeOnce(&w)),
+		"Ping": full.Ping(ctx),
+		"Book": full.Book(ctx, w),
+		"xact": bookXact(ctx, full, w, time.Second, nil),
 	}
 	_, checks["Screening"] = full.Screening(ctx, sc.ID)
 	for name, err := range checks {
@@ -186,13 +199,13 @@ func TestTerminatedMidStatementIsUnavailable(t *testing.T) {
 		}
 		assertNothingWritten(t, dbURL, w)
 	})
-	t.Run("BookLocked", func(t *testing.T) {
+	t.Run("xact", func(t *testing.T) {
 		w := faultWrite(sc, "A2")
 		err := killMidStatement(t, func(ctx context.Context) error {
-			return store.BookLocked(ctx, sc.ID, []string{"A2"}, 10*time.Second, writeOnce(&w))
+			return bookXact(ctx, store, w, 10*time.Second, nil)
 		})
 		if !errors.Is(err, reservation.ErrUnavailable) {
-			t.Errorf("BookLocked on a terminated connection: %v, want ErrUnavailable", err)
+			t.Errorf("xact booking on a terminated connection: %v, want ErrUnavailable", err)
 		}
 		assertNothingWritten(t, dbURL, w)
 	})
@@ -217,17 +230,15 @@ func TestTransactionCutOffIsUnavailable(t *testing.T) {
 		w := faultWrite(sc, "A1")
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
-		err := store.BookLocked(ctx, sc.ID, []string{"A1"}, 10*time.Second,
-			func(ctx context.Context, _ reservation.Reader) (*reservation.Write, error) {
-				// The seats are locked: the transaction is idle, waiting
-				// for this critical section.
-				if err := killWaiter(ctx, conn, "Client"); err != nil {
-					t.Error(err)
-				}
-				return &w, nil
-			})
+		err := bookXact(ctx, store, w, 10*time.Second, func(ctx context.Context) {
+			// The seats are locked: the transaction is idle, waiting for
+			// its booking to write.
+			if err := killWaiter(ctx, conn, "Client"); err != nil {
+				t.Error(err)
+			}
+		})
 		if !errors.Is(err, reservation.ErrUnavailable) {
-			t.Errorf("BookLocked after its transaction was terminated: %v, want ErrUnavailable", err)
+			t.Errorf("xact booking after its transaction was terminated: %v, want ErrUnavailable", err)
 		}
 		assertNothingWritten(t, dbURL, w)
 	})
@@ -246,16 +257,14 @@ func TestTransactionCutOffIsUnavailable(t *testing.T) {
 		w := faultWrite(sc, "A2")
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
-		err = short.BookLocked(ctx, sc.ID, []string{"A2"}, 10*time.Second,
-			func(ctx context.Context, _ reservation.Reader) (*reservation.Write, error) {
-				select {
-				case <-time.After(time.Second): // five times the timeout
-				case <-ctx.Done():
-				}
-				return &w, nil
-			})
+		err = bookXact(ctx, short, w, 10*time.Second, func(ctx context.Context) {
+			select {
+			case <-time.After(time.Second): // five times the timeout
+			case <-ctx.Done():
+			}
+		})
 		if !errors.Is(err, reservation.ErrUnavailable) {
-			t.Errorf("BookLocked after the server cut its idle transaction off: %v, want ErrUnavailable", err)
+			t.Errorf("xact booking after the server cut its idle transaction off: %v, want ErrUnavailable", err)
 		}
 		assertNothingWritten(t, dbURL, w)
 	})

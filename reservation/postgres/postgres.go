@@ -188,7 +188,7 @@ func (s *Store) TakenSeats(ctx context.Context, screeningID string, seats []stri
 
 // querier is what the reads need of a pool or a transaction, so that a
 // booking's critical section can read through the transaction that holds
-// its locks (see BookLocked).
+// its locks (see XactLocker).
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
