@@ -47,15 +47,6 @@ const (
 	LockZooKeeper Strategy = "zookeeper"
 )
 
-// AllStrategies lists every lock strategy, in the order the workshop meets
-// them. Which of them a running service offers depends on its lockers.
-func AllStrategies() []Strategy {
-	return []Strategy{
-		LockNone, LockGlobal, LockKeyed, LockRedis, LockKeyedRedis,
-		LockPostgres, LockPostgresXact, LockRedlock, LockFile, LockZooKeeper,
-	}
-}
-
 // SeatKey returns the lock key of a seat, "{screening}:seat". Every
 // distributed strategy locks this key, and the two Postgres strategies rely
 // on it being the same so that they exclude each other on a seat. The

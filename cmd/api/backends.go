@@ -9,9 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/internal/embeddedredis"
-	"github.com/seatlock/seatlock/keyedlock"
 	"github.com/seatlock/seatlock/locking"
 	"github.com/seatlock/seatlock/reservation"
 	"github.com/seatlock/seatlock/reservation/memory"
@@ -22,6 +20,7 @@ import (
 // closes them.
 type backends struct {
 	store      reservation.Store
+	pg         *postgres.Store // the store, when it is Postgres
 	lockers    map[reservation.Strategy]reservation.SeatLocker
 	lockHealth func(context.Context) error
 	redis      *redis.Client // also carries the live seat map's events
@@ -32,10 +31,10 @@ type backends struct {
 
 // openBackends opens the store (Postgres, or memory when no URL is given),
 // the Redis client (to an embedded server when no URL is given) and builds
-// one locker per strategy, each measured by metrics. On error it closes
-// what it had opened.
+// the locker of every strategy the configuration allows (see catalogue),
+// each measured by metrics. On error it closes what it had opened.
 func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics *locking.Metrics) (_ *backends, err error) {
-	b := &backends{lockers: make(map[reservation.Strategy]reservation.SeatLocker)}
+	b := &backends{}
 	defer func() {
 		if err != nil {
 			b.close(logger)
@@ -52,11 +51,7 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics 
 		if err != nil {
 			return nil, fmt.Errorf("postgres: %w", err)
 		}
-		b.store = pg
-		// Not measured: the lease of a transaction lock is the
-		// transaction itself (a reservation.TxLease), which a measuring
-		// wrapper would hide from the booking.
-		b.lockers[reservation.LockPostgresXact] = pg.XactLocker()
+		b.store, b.pg = pg, pg
 		b.closers = append(b.closers, func() error { pg.Close(); return nil })
 	}
 
@@ -76,37 +71,11 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics 
 	}
 	b.closers = append(b.closers, client.Close)
 	b.lockHealth = func(ctx context.Context) error { return client.Ping(ctx).Err() }
+	b.redis = client
 
-	redisLocks := distlock.NewRedis(client, distlock.RedisOptions{TTL: cfg.LockTTL, Observer: metrics.Renewals("redis")})
-	b.closers = append(b.closers, redisLocks.Close)
-
-	// The strategies of one lock service each are measured whole, under
-	// their own name as the layer.
-	if err := openOtherLockers(ctx, cfg, logger, b); err != nil {
+	if b.lockers, err = openLockers(ctx, cfg, logger, metrics, b); err != nil {
 		return nil, err
 	}
-	b.lockers[reservation.LockGlobal] = locking.Global()
-	for strategy, l := range b.lockers {
-		if strategy != reservation.LockPostgresXact {
-			b.lockers[strategy] = locking.Instrument(string(strategy), l, metrics)
-		}
-	}
-
-	// The keyed and redis layers are measured on their own, and
-	// keyed+redis is built from the measured layers, not measured again:
-	// its bookings' waits show in the "keyed" and the "redis" series, each
-	// wait counted once, where it happened. The keyed layer is one mutex
-	// for the whole process: the keyed and the layered strategies must
-	// exclude each other's bookings of a seat only if they share it, and a
-	// screening has one strategy, so sharing is harmless and keeps one map
-	// of seats.
-	var seats keyedlock.Mutex
-	keyed := locking.Instrument("keyed", locking.Keyed(&seats), metrics)
-	distributed := locking.Instrument("redis", locking.Distributed(redisLocks), metrics)
-	b.lockers[reservation.LockKeyed] = keyed
-	b.lockers[reservation.LockRedis] = distributed
-	b.lockers[reservation.LockKeyedRedis] = locking.Layered(keyed, distributed)
-	b.redis = client
 	return b, nil
 }
 

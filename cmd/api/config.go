@@ -125,26 +125,14 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 
 // validate checks the values that the flag types cannot.
 func (c config) validate() error {
-	switch c.Lock {
-	case reservation.LockGlobal, reservation.LockKeyed, reservation.LockRedis, reservation.LockKeyedRedis, reservation.LockFile:
-	case reservation.LockNone:
-		if !c.Demo {
-			return errors.New("LOCK_STRATEGY=none can double-book and needs DEMO_MODE=true")
-		}
-	case reservation.LockPostgres, reservation.LockPostgresXact:
-		if c.DatabaseURL == "" {
-			return fmt.Errorf("LOCK_STRATEGY=%s needs DATABASE_URL", c.Lock)
-		}
-	case reservation.LockRedlock:
-		if len(c.RedlockURLs) == 0 {
-			return errors.New("LOCK_STRATEGY=redlock needs REDLOCK_URLS")
-		}
-	case reservation.LockZooKeeper:
-		if len(c.ZooKeeperServers) == 0 {
-			return errors.New("LOCK_STRATEGY=zookeeper needs ZOOKEEPER_SERVERS")
-		}
-	default:
+	s, ok := lookup(c.Lock)
+	switch {
+	case !ok:
 		return fmt.Errorf("LOCK_STRATEGY %q is unknown; use one of %s", c.Lock, strategyNames())
+	case !s.safe && !c.Demo:
+		return fmt.Errorf("LOCK_STRATEGY=%s can double-book and needs DEMO_MODE=true", c.Lock)
+	case !c.has(s.needs):
+		return fmt.Errorf("LOCK_STRATEGY=%s needs %s", c.Lock, s.needs)
 	}
 	switch c.Guard {
 	case reservation.GuardFence:
@@ -211,11 +199,18 @@ func splitList(s string) []string {
 	return out
 }
 
-// strategyNames lists every lock strategy for messages.
-func strategyNames() string {
-	var names []string
-	for _, s := range reservation.AllStrategies() {
-		names = append(names, string(s))
+// has reports whether the setting of an environment variable that a
+// strategy needs (see catalogue) is given; "" is no setting, always there.
+func (c config) has(env string) bool {
+	switch env {
+	case "":
+		return true
+	case "DATABASE_URL":
+		return c.DatabaseURL != ""
+	case "REDLOCK_URLS":
+		return len(c.RedlockURLs) > 0
+	case "ZOOKEEPER_SERVERS":
+		return len(c.ZooKeeperServers) > 0
 	}
-	return strings.Join(names, ", ")
+	return false
 }

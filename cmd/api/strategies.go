@@ -11,13 +11,148 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/flock"
 	"github.com/seatlock/seatlock/distlock/pglock"
 	"github.com/seatlock/seatlock/distlock/redlock"
 	"github.com/seatlock/seatlock/distlock/zklock"
+	"github.com/seatlock/seatlock/keyedlock"
 	"github.com/seatlock/seatlock/locking"
 	"github.com/seatlock/seatlock/reservation"
 )
+
+// strategy is one row of the catalogue: a lock strategy as this server
+// offers it.
+type strategy struct {
+	name reservation.Strategy
+	// needs is the environment variable of the setting without which the
+	// strategy is not offered; "" when it needs none.
+	needs string
+	// safe is false for a strategy that can double-book: the server
+	// offers it only with DEMO_MODE=true (the service enforces it).
+	safe bool
+	// locker builds the strategy's seat locker on the lock backends; nil
+	// for none, which locks nothing: the service runs it by itself.
+	locker func(lb *lockBackends, ctx context.Context) (reservation.SeatLocker, error)
+}
+
+// catalogue lists every lock strategy, in the order the workshop meets
+// them. It is the one place a strategy is added: config validation reads
+// it (a strategy's name, what it needs, whether it is safe), openBackends
+// builds the lockers of the strategies whose needs are met, which are the
+// ones the service offers (reservation.Service.Strategies), and a test
+// holds the README's strategy table to it.
+func catalogue() []strategy {
+	return []strategy{
+		{name: reservation.LockNone},
+		{name: reservation.LockGlobal, safe: true, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+			return lb.measured(reservation.LockGlobal, locking.Global()), nil
+		}},
+		{name: reservation.LockKeyed, safe: true, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+			return lb.keyed(), nil
+		}},
+		{name: reservation.LockRedis, safe: true, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+			return lb.redis(), nil
+		}},
+		// Built from the measured layers, not measured again: its
+		// bookings' waits show in the "keyed" and the "redis" series,
+		// each wait counted once, where it happened.
+		{name: reservation.LockKeyedRedis, safe: true, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+			return locking.Layered(lb.keyed(), lb.redis()), nil
+		}},
+		{name: reservation.LockPostgres, needs: "DATABASE_URL", safe: true, locker: (*lockBackends).postgres},
+		// Not measured: its lease is the transaction itself (a
+		// reservation.TxLease), which a measuring wrapper would hide from
+		// the booking.
+		{name: reservation.LockPostgresXact, needs: "DATABASE_URL", safe: true, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+			return lb.b.pg.XactLocker(), nil
+		}},
+		{name: reservation.LockRedlock, needs: "REDLOCK_URLS", safe: true, locker: (*lockBackends).redlock},
+		{name: reservation.LockFile, safe: true, locker: (*lockBackends).files},
+		{name: reservation.LockZooKeeper, needs: "ZOOKEEPER_SERVERS", safe: true, locker: (*lockBackends).zookeeper},
+	}
+}
+
+// lookup returns the catalogue's row of a strategy.
+func lookup(name reservation.Strategy) (strategy, bool) {
+	for _, s := range catalogue() {
+		if s.name == name {
+			return s, true
+		}
+	}
+	return strategy{}, false
+}
+
+// strategyNames lists every lock strategy for messages.
+func strategyNames() string {
+	var names []string
+	for _, s := range catalogue() {
+		names = append(names, string(s.name))
+	}
+	return strings.Join(names, ", ")
+}
+
+// openLockers builds the locker of every strategy in the catalogue whose
+// needs the configuration meets. A strategy whose backend is not
+// configured is not offered: creating a screening with it is a 400 that
+// lists what is.
+func openLockers(ctx context.Context, cfg config, logger *slog.Logger, metrics *locking.Metrics, b *backends) (map[reservation.Strategy]reservation.SeatLocker, error) {
+	lb := &lockBackends{cfg: cfg, logger: logger, metrics: metrics, b: b}
+	lockers := make(map[reservation.Strategy]reservation.SeatLocker)
+	for _, s := range catalogue() {
+		if s.locker == nil || !cfg.has(s.needs) {
+			continue
+		}
+		l, err := s.locker(lb, ctx)
+		if err != nil {
+			return nil, err
+		}
+		lockers[s.name] = l
+	}
+	return lockers, nil
+}
+
+// lockBackends builds the lockers' backends for the catalogue, each once,
+// on first use: strategies that share one (keyed and keyed+redis share the
+// keyed layer; redis and keyed+redis the Redis locks) share it. What it
+// opens, b closes.
+type lockBackends struct {
+	cfg     config
+	logger  *slog.Logger
+	metrics *locking.Metrics
+	b       *backends
+
+	keyedLayer, redisLayer reservation.SeatLocker // built by keyed and redis
+}
+
+// measured measures a strategy's locker whole, under the strategy's name
+// as the layer.
+func (lb *lockBackends) measured(name reservation.Strategy, l reservation.SeatLocker) reservation.SeatLocker {
+	return locking.Instrument(string(name), l, lb.metrics)
+}
+
+// keyed returns the keyed layer, measured as "keyed": one mutex for the
+// whole process. The keyed and the layered strategies must exclude each
+// other's bookings of a seat only if they share it, and a screening has
+// one strategy, so sharing is harmless and keeps one map of seats.
+func (lb *lockBackends) keyed() reservation.SeatLocker {
+	if lb.keyedLayer == nil {
+		var seats keyedlock.Mutex
+		lb.keyedLayer = locking.Instrument("keyed", locking.Keyed(&seats), lb.metrics)
+	}
+	return lb.keyedLayer
+}
+
+// redis returns the Redis layer, measured as "redis", on the client the
+// backends opened.
+func (lb *lockBackends) redis() reservation.SeatLocker {
+	if lb.redisLayer == nil {
+		locks := distlock.NewRedis(lb.b.redis, distlock.RedisOptions{TTL: lb.cfg.LockTTL, Observer: lb.metrics.Renewals("redis")})
+		lb.b.closers = append(lb.b.closers, locks.Close)
+		lb.redisLayer = locking.Instrument("redis", locking.Distributed(locks), lb.metrics)
+	}
+	return lb.redisLayer
+}
 
 // lockPoolSize is the connection pool of the postgres strategy. A session
 // advisory lock occupies its connection while it is held and while it is
@@ -26,62 +161,62 @@ import (
 // below Postgres's default max_connections of 100.
 const lockPoolSize = 16
 
-// openOtherLockers adds the lock strategies beyond Redis that the
-// configuration makes possible: postgres (with DATABASE_URL), file (always,
-// in LOCK_DIR), redlock (with REDLOCK_URLS) and zookeeper (with
-// ZOOKEEPER_SERVERS). A strategy whose backend is not configured is not
-// offered: creating a screening with it is a 400 that lists what is.
-func openOtherLockers(ctx context.Context, cfg config, logger *slog.Logger, b *backends) error {
-	files, err := flock.New(cfg.LockDir, flock.Options{})
+// postgres builds the postgres strategy's session locks on a pool of their
+// own, so that held locks never starve the store of connections.
+func (lb *lockBackends) postgres(ctx context.Context) (reservation.SeatLocker, error) {
+	pcfg, err := pgxpool.ParseConfig(lb.cfg.DatabaseURL) // checked by config.validate
 	if err != nil {
-		return &configError{fmt.Errorf("LOCK_DIR: %w", err)}
+		return nil, err
 	}
-	b.lockers[reservation.LockFile] = locking.Distributed(files)
+	if !strings.Contains(lb.cfg.DatabaseURL, "pool_max_conns") {
+		pcfg.MaxConns = lockPoolSize
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres lock pool: %w", err)
+	}
+	lb.b.closers = append(lb.b.closers, func() error { pool.Close(); return nil })
+	return lb.measured(reservation.LockPostgres, locking.Distributed(pglock.New(pool, pglock.Options{TTL: lb.cfg.LockTTL}))), nil
+}
 
-	if cfg.DatabaseURL != "" {
-		pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL) // checked by config.validate
+// redlock builds the Redlock strategy on one client per REDLOCK_URLS node.
+func (lb *lockBackends) redlock(context.Context) (reservation.SeatLocker, error) {
+	clients := make([]redlock.Client, len(lb.cfg.RedlockURLs))
+	for i, u := range lb.cfg.RedlockURLs {
+		opts, err := redis.ParseURL(u) // checked by config.validate
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if !strings.Contains(cfg.DatabaseURL, "pool_max_conns") {
-			pcfg.MaxConns = lockPoolSize
-		}
-		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-		if err != nil {
-			return fmt.Errorf("postgres lock pool: %w", err)
-		}
-		b.closers = append(b.closers, func() error { pool.Close(); return nil })
-		b.lockers[reservation.LockPostgres] = locking.Distributed(pglock.New(pool, pglock.Options{TTL: cfg.LockTTL}))
+		// Every call to a node must end at its deadline, so that a
+		// hung node costs an attempt NodeTimeout, not the lease.
+		opts.ContextTimeoutEnabled, opts.MaxRetries, opts.DialerRetries = true, -1, 1
+		c := redis.NewClient(opts)
+		lb.b.closers = append(lb.b.closers, c.Close)
+		clients[i] = c
 	}
+	lb.logger.Info("lock service: redlock", "nodes", len(clients))
+	return lb.measured(reservation.LockRedlock, locking.Distributed(redlock.New(clients, redlock.Options{TTL: lb.cfg.LockTTL, Fencing: true}))), nil
+}
 
-	if len(cfg.RedlockURLs) > 0 {
-		clients := make([]redlock.Client, len(cfg.RedlockURLs))
-		for i, u := range cfg.RedlockURLs {
-			opts, err := redis.ParseURL(u) // checked by config.validate
-			if err != nil {
-				return err
-			}
-			// Every call to a node must end at its deadline, so that a
-			// hung node costs an attempt NodeTimeout, not the lease.
-			opts.ContextTimeoutEnabled, opts.MaxRetries, opts.DialerRetries = true, -1, 1
-			c := redis.NewClient(opts)
-			b.closers = append(b.closers, c.Close)
-			clients[i] = c
-		}
-		b.lockers[reservation.LockRedlock] = locking.Distributed(redlock.New(clients, redlock.Options{TTL: cfg.LockTTL, Fencing: true}))
-		logger.Info("lock service: redlock", "nodes", len(clients))
+// files builds the file strategy on lock files in LOCK_DIR.
+func (lb *lockBackends) files(context.Context) (reservation.SeatLocker, error) {
+	files, err := flock.New(lb.cfg.LockDir, flock.Options{})
+	if err != nil {
+		return nil, &configError{fmt.Errorf("LOCK_DIR: %w", err)}
 	}
+	return lb.measured(reservation.LockFile, locking.Distributed(files)), nil
+}
 
-	if len(cfg.ZooKeeperServers) > 0 {
-		dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		defer cancel()
-		zl, err := zklock.Dial(dctx, cfg.ZooKeeperServers, cfg.LockTTL, zklock.Options{}, zk.WithLogInfo(false))
-		if err != nil {
-			return fmt.Errorf("zookeeper: %w", err)
-		}
-		b.closers = append(b.closers, zl.Close)
-		b.lockers[reservation.LockZooKeeper] = locking.Distributed(zl)
-		logger.Info("lock service: zookeeper", "servers", strings.Join(cfg.ZooKeeperServers, ","))
+// zookeeper builds the zookeeper strategy on a session with the ensemble
+// of ZOOKEEPER_SERVERS.
+func (lb *lockBackends) zookeeper(ctx context.Context) (reservation.SeatLocker, error) {
+	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	zl, err := zklock.Dial(dctx, lb.cfg.ZooKeeperServers, lb.cfg.LockTTL, zklock.Options{}, zk.WithLogInfo(false))
+	if err != nil {
+		return nil, fmt.Errorf("zookeeper: %w", err)
 	}
-	return nil
+	lb.b.closers = append(lb.b.closers, zl.Close)
+	lb.logger.Info("lock service: zookeeper", "servers", strings.Join(lb.cfg.ZooKeeperServers, ","))
+	return lb.measured(reservation.LockZooKeeper, locking.Distributed(zl)), nil
 }
