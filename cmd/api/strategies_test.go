@@ -2,12 +2,18 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seatlock/seatlock/internal/testenv"
 	"github.com/seatlock/seatlock/locking"
 	"github.com/seatlock/seatlock/reservation"
 	"github.com/seatlock/seatlock/reservation/memory"
@@ -92,5 +98,34 @@ func TestCatalogueNeedsAreSettings(t *testing.T) {
 		if (config{}).has(s.needs) != (s.needs == "") {
 			t.Errorf("%s needs %q: an empty configuration has it = %v", s.name, s.needs, !(s.needs == ""))
 		}
+	}
+}
+
+// TestPostgresXactLeaseIsItsTransaction: the postgres-xact locker that the
+// wiring builds hands out the transaction itself as its lease, so that the
+// booking reads and writes through it. A wrapper around it (measuring,
+// say) would hide the transaction, and the booking would quietly read and
+// write through the store on a second connection.
+func TestPostgresXactLeaseIsItsTransaction(t *testing.T) {
+	cfg := config{DatabaseURL: testenv.NewDatabase(t), RedisURL: testenv.RedisURL(t), LockTTL: time.Second, LockDir: t.TempDir()}
+	logger := slog.New(slog.DiscardHandler)
+	metrics, err := locking.NewMetrics(prometheus.NewRegistry(), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := openBackends(t.Context(), cfg, logger, metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.close(logger)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	lease, err := b.lockers[reservation.LockPostgresXact].LockSeats(ctx, "s", []string{"A1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release(t.Context())
+	if _, ok := lease.(reservation.TxLease); !ok {
+		t.Errorf("the postgres-xact lease is a %T, not a reservation.TxLease", lease)
 	}
 }
