@@ -25,7 +25,7 @@ func startCluster(t *testing.T, n int, args ...string) []*instance {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { insts[i], errs[i] = launch(t, env, args...) })
+		wg.Go(func() { insts[i], errs[i] = launch(t, defaultLimits(), env, args...) })
 	}
 	wg.Wait()
 	for _, err := range errs {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -30,35 +29,11 @@ import (
 // timeouts can be watched in seconds.
 func startLimited(t *testing.T, limits serverLimits, env map[string]string, args ...string) *instance {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	logs := testenv.NewLogWatcher()
-	done := make(chan error, 1)
-	args = append([]string{"-addr", "127.0.0.1:0"}, args...)
-	go func() {
-		done <- runWith(ctx, args, func(k string) string { return env[k] }, io.Discard, logs, limits)
-	}()
-	stop := sync.OnceValue(func() error {
-		cancel()
-		return <-done
-	})
-	t.Cleanup(func() {
-		if err := stop(); err != nil {
-			t.Errorf("run returned %v", err)
-		}
-		if t.Failed() {
-			t.Logf("API log:\n%s", logs.Tail(8<<10))
-		}
-	})
-	select {
-	case url := <-logs.Addr():
-		return &instance{url: url, logs: logs, stop: stop}
-	case err := <-done:
-		done <- err
-		t.Fatalf("run ended at start: %v\n%s", err, logs.Tail(4<<10))
-	case <-time.After(60 * time.Second):
-		t.Fatalf("no listening line within 60s\n%s", logs.Tail(4<<10))
+	inst, err := launch(t, limits, env, args...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return nil
+	return inst
 }
 
 // dial opens a raw TCP connection to an instance.

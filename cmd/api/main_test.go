@@ -40,20 +40,21 @@ type instance struct {
 // the test ends, and the test fails if run then returns an error.
 func startAPI(t *testing.T, env map[string]string, args ...string) *instance {
 	t.Helper()
-	inst, err := launch(t, env, args...)
+	inst, err := launch(t, defaultLimits(), env, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return inst
 }
 
-// launch is startAPI without t.Fatal, for starting instances concurrently.
-func launch(t *testing.T, env map[string]string, args ...string) (*instance, error) {
+// launch is startAPI without t.Fatal, for starting instances concurrently,
+// and with the server's limits given.
+func launch(t *testing.T, limits serverLimits, env map[string]string, args ...string) (*instance, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := testenv.NewLogWatcher()
 	done := make(chan error, 1)
 	args = append([]string{"-addr", "127.0.0.1:0"}, args...)
-	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, io.Discard, logs) }()
+	go func() { done <- runWith(ctx, args, func(k string) string { return env[k] }, io.Discard, logs, limits) }()
 
 	stop := sync.OnceValue(func() error {
 		cancel()
