@@ -3,12 +3,9 @@ package locking_test
 import (
 	"context"
 	"errors"
-	"net/url"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -63,25 +60,9 @@ func TestPostgresLockRefusedIsUnavailable(t *testing.T) {
 	dbURL := testenv.NewDatabase(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	role := "seatlock_full_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
-	if _, err := conn.Exec(ctx, "CREATE ROLE "+role+" LOGIN CONNECTION LIMIT 0"); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Exec(context.Background(), "DROP ROLE IF EXISTS "+role) //nolint:errcheck // best effort
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.User(role)
-
-	svc := pgService(t, dbURL, u.String())
+	svc := pgService(t, dbURL, testenv.RefusingDatabaseURL(t, dbURL))
 	sc := pgScreening(t, svc, 0)
-	_, err = svc.Book(ctx, reservation.BookRequest{ScreeningID: sc.ID, Seats: []string{"A1"}, Customer: "c"})
+	_, err := svc.Book(ctx, reservation.BookRequest{ScreeningID: sc.ID, Seats: []string{"A1"}, Customer: "c"})
 	if !errors.Is(err, reservation.ErrUnavailable) {
 		t.Errorf("Book with the lock server refusing connections: %v, want ErrUnavailable", err)
 	}

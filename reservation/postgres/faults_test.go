@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -95,35 +94,18 @@ func assertNothingWritten(t *testing.T, dbURL string, w reservation.Write) {
 }
 
 // TestTooManyClientsIsUnavailable connects as a role that may open no
-// connection at all: the server answers every connection attempt with
-// SQLSTATE 53300 (too_many_connections), as a server at max_connections
-// does. A role limit stands in for a full server because lowering
-// max_connections would take the shared server down for everyone;
-// superusers are exempt from role limits, hence a role of its own.
+// connection at all (testenv.RefusingDatabaseURL): the server answers every
+// connection attempt with SQLSTATE 53300, as a server at max_connections
+// does.
 func TestTooManyClientsIsUnavailable(t *testing.T) {
 	dbURL := testenv.NewDatabase(t)
 	store := open(t, dbURL) // migrates
 	sc := faultScreening(t, store, reservation.LockRedis)
-
-	conn := admin(t, dbURL)
-	role := "seatlock_full_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
-	if _, err := conn.Exec(t.Context(), "CREATE ROLE "+role+" LOGIN CONNECTION LIMIT 0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, _ = conn.Exec(ctx, "DROP ROLE IF EXISTS "+role)
-	})
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.User(role)
+	refusing := testenv.RefusingDatabaseURL(t, dbURL)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, u.String()) // connects lazily
+	pool, err := pgxpool.New(ctx, refusing) // connects lazily
 	if err != nil {
 		t.Fatal(err)
 	}
