@@ -1,14 +1,11 @@
 package testenv
 
 import (
-	"context"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // RefusingDatabaseURL returns dbURL with a role of its own that may open
@@ -20,27 +17,12 @@ import (
 // is dropped when t ends.
 func RefusingDatabaseURL(t testing.TB, dbURL string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatalf("testenv: connect to %s: %v", redact(dbURL), err)
-	}
-	defer conn.Close(context.Background())
 	role := "seatlock_full_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
-	if _, err := conn.Exec(ctx, "CREATE ROLE "+role+" LOGIN CONNECTION LIMIT 0"); err != nil {
+	if err := execOn(dbURL, "CREATE ROLE "+role+" LOGIN CONNECTION LIMIT 0"); err != nil {
 		t.Fatalf("testenv: create role: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dbURL)
-		if err != nil {
-			t.Errorf("testenv: connect to drop role %s: %v", role, err)
-			return
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+role); err != nil {
+		if err := execOn(dbURL, "DROP ROLE IF EXISTS "+role); err != nil {
 			t.Errorf("testenv: drop role %s: %v", role, err)
 		}
 	})

@@ -78,27 +78,12 @@ func PostgresURL(t testing.TB) string {
 func NewDatabase(t testing.TB) string {
 	t.Helper()
 	base := PostgresURL(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("testenv: connect to %s: %v", redact(base), err)
-	}
-	defer conn.Close(ctx)
 	name := "seatlock_test_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	if err := execOn(base, "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("testenv: create database: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("testenv: connect to drop %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+		if err := execOn(base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
 			t.Errorf("testenv: drop database %s: %v", name, err)
 		}
 	})
@@ -108,6 +93,20 @@ func NewDatabase(t testing.TB) string {
 	}
 	u.Path = "/" + name
 	return u.String()
+}
+
+// execOn runs one statement on a connection of its own to the database
+// at dbURL, within 30 seconds.
+func execOn(dbURL, sql string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", redact(dbURL), err)
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, sql)
+	return err
 }
 
 func firstEnv(names ...string) string {
