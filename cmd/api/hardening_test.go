@@ -76,6 +76,21 @@ func openFDs(t *testing.T) int {
 	return len(entries)
 }
 
+// fdsBackTo waits up to 5s for the process's open file descriptors to be
+// back to baseline (give or take 10), fails t if they are not, and returns
+// the last count.
+func fdsBackTo(t *testing.T, baseline int) int {
+	t.Helper()
+	var now int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if now = openFDs(t); now <= baseline+10 {
+			return now
+		}
+	}
+	t.Errorf("%d file descriptors open, %d before", now, baseline)
+	return now
+}
+
 // TestHalfOpenConnections opens 300 connections that never finish a
 // request (half of them send half a request line, half send nothing). The
 // server, with its real limits, still answers /healthz while they are
@@ -141,15 +156,7 @@ func TestHalfOpenConnections(t *testing.T) {
 	}
 	// Both ends of every connection live in this process: once the
 	// server has closed its ends and the test its own, the count is back.
-	var now int
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if now = openFDs(t); now <= baseline+10 {
-			break
-		}
-	}
-	if now > baseline+10 {
-		t.Errorf("%d file descriptors open, %d before the connections", now, baseline)
-	}
+	now := fdsBackTo(t, baseline)
 	t.Logf("fds: %d before, %d with %d half-open connections, %d after", baseline, during, n, now)
 }
 
@@ -256,15 +263,7 @@ func TestServerTimeouts(t *testing.T) {
 	})
 
 	httpClient.CloseIdleConnections()
-	var now int
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if now = openFDs(t); now <= baseline+10 {
-			break
-		}
-	}
-	if now > baseline+10 {
-		t.Errorf("%d file descriptors open, %d before", now, baseline)
-	}
+	fdsBackTo(t, baseline)
 }
 
 // TestRawRequestLines sends request targets that no client library would
