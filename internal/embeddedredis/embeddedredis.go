@@ -31,7 +31,8 @@ type Server struct {
 	done chan struct{} // closed by the clock goroutine when it ends
 }
 
-// Start starts a server on a free port of 127.0.0.1, and its clock.
+// Start starts a server on a free port of 127.0.0.1, and its clock. It
+// returns an error when the server cannot listen.
 func Start() (*Server, error) {
 	srv := miniredis.NewMiniRedis()
 	if err := srv.StartAddr("127.0.0.1:0"); err != nil {
