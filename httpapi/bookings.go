@@ -49,7 +49,7 @@ func handleBookingCreate(svc *reservation.Service, m *metrics) gin.HandlerFunc {
 		out := toBookingJSON(conf.Booking)
 		out.Token = conf.Token
 		c.Header("Location", "/v1/bookings/"+out.ID)
-		c.JSON(http.StatusCreated, out)
+		writeJSON(c, http.StatusCreated, out)
 	}
 }
 
@@ -108,7 +108,7 @@ func handleBookingGet(svc *reservation.Service) gin.HandlerFunc {
 			respondErr(c, err)
 			return
 		}
-		c.JSON(http.StatusOK, toBookingJSON(b))
+		writeJSON(c, http.StatusOK, toBookingJSON(b))
 	}
 }
 

@@ -96,11 +96,26 @@ func respondErr(c *gin.Context, err error) {
 	if kind.status >= 500 {
 		_ = c.Error(err)
 	}
-	c.AbortWithStatusJSON(kind.status, errorBody{Error: d})
+	abortJSON(c, kind.status, errorBody{Error: d})
 }
 
 // respondCode answers with an error that the HTTP layer found itself (bad
 // JSON, a missing admin token): its message is meant for the client.
 func respondCode(c *gin.Context, status int, code, message string) {
-	c.AbortWithStatusJSON(status, errorBody{Error: errorDetail{Code: code, Message: message}})
+	abortJSON(c, status, errorBody{Error: errorDetail{Code: code, Message: message}})
+}
+
+// retryAfter is the Retry-After of a 503 or 429 whose handler set none: a
+// backend outage or an exhausted pool rarely clears in less, and a client
+// that waits spares the backend a storm of retries.
+const retryAfter = "2"
+
+// abortJSON ends the request with an error answer. Every answer that means
+// "not now" (503, 429) says when to come back.
+func abortJSON(c *gin.Context, status int, body errorBody) {
+	if (status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests) && c.Writer.Header().Get("Retry-After") == "" {
+		c.Header("Retry-After", retryAfter)
+	}
+	c.Abort()
+	writeJSON(c, status, body)
 }

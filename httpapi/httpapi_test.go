@@ -105,7 +105,7 @@ func TestNewServerSharesRegistry(t *testing.T) {
 	h := NewServer(svc, Options{Registry: reg})
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/healthz", nil))
-	if w.Code != http.StatusOK || w.Body.String() != `{"status":"ok"}` {
+	if w.Code != http.StatusOK || w.Body.String() != "{\"status\":\"ok\"}\n" {
 		t.Errorf("healthz: %d %s", w.Code, w.Body)
 	}
 }

@@ -18,10 +18,10 @@ func TestAPI(t *testing.T) {
 	base := api.url
 
 	t.Run("health, readiness, metrics and the page", func(t *testing.T) {
-		if r := call(t, "GET", base+"/healthz", ""); r.status != 200 || string(r.body) != `{"status":"ok"}` {
+		if r := call(t, "GET", base+"/healthz", ""); r.status != 200 || string(r.body) != "{\"status\":\"ok\"}\n" {
 			t.Errorf("healthz: %d %s", r.status, r.body)
 		}
-		if r := call(t, "GET", base+"/readyz", ""); r.status != 200 || string(r.body) != `{"status":"ready"}` {
+		if r := call(t, "GET", base+"/readyz", ""); r.status != 200 || string(r.body) != "{\"status\":\"ready\"}\n" {
 			t.Errorf("readyz: %d %s", r.status, r.body)
 		}
 		r := call(t, "GET", base+"/", "")

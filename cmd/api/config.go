@@ -30,6 +30,7 @@ type config struct {
 	Demo         bool
 	AdminToken   string
 	PaymentURL   string // empty: the simulated payment (a wait)
+	DBMaxConns   int    // Postgres connections of this instance, all pools together
 
 	// The lock backends beyond Redis (see openOtherLockers).
 	LockDir          string   // file locks; default under the temp directory
@@ -82,6 +83,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.BoolVar(&cfg.Demo, "demo", false, "allow the unsafe choices lock=none and guard=off (env DEMO_MODE)")
 	env["demo"], hint["demo"] = "DEMO_MODE", "want true or false"
 	str(&cfg.PaymentURL, "payment-url", "PAYMENT_URL", "", "payment provider base URL (for example http://127.0.0.1:9100, see loadgen payments); empty means a simulated payment, a wait of the payment delay")
+	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", defaultDBMaxConns, "most Postgres connections this instance opens, store and postgres lock strategy together (env DB_MAX_CONNS)")
+	env["db-max-conns"], hint["db-max-conns"] = "DB_MAX_CONNS", "want a whole number"
 	str(&cfg.AdminToken, "admin-token", "ADMIN_TOKEN", "", "bearer token that POST /v1/screenings requires; empty means none")
 	str(&cfg.LockDir, "lock-dir", "LOCK_DIR", filepath.Join(os.TempDir(), "seatlock-locks"), "directory of the file strategy's lock files (one host only)")
 	str(&redlockURLs, "redlock-urls", "REDLOCK_URLS", "", "comma-separated Redis URLs of independent servers for the redlock strategy; empty means no redlock")
@@ -161,6 +164,13 @@ func (c config) validate() error {
 		if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
 			return errors.New("DATABASE_URL is not a valid Postgres URL (postgres://user:password@host:port/database)")
 		}
+		// Two settings of one budget would disagree sooner or later.
+		if strings.Contains(c.DatabaseURL, "pool_max_conns") {
+			return errors.New("DATABASE_URL sets pool_max_conns; set DB_MAX_CONNS instead, the budget of all of an instance's pools")
+		}
+	}
+	if c.DBMaxConns < minDBMaxConns || c.DBMaxConns > maxDBMaxConns {
+		return fmt.Errorf("DB_MAX_CONNS %d must be from %d to %d", c.DBMaxConns, minDBMaxConns, maxDBMaxConns)
 	}
 	if c.RedisURL != "" {
 		client, err := newRedisClient(c.RedisURL)
@@ -198,6 +208,33 @@ func (c config) validate() error {
 		return fmt.Errorf("PAYMENT_DELAY %v must be from 0 to %v", c.PaymentDelay, reservation.MaxPaymentDelay)
 	}
 	return nil
+}
+
+// The Postgres connection budget of one instance (DB_MAX_CONNS). Postgres
+// allows 100 connections by default (max_connections), and every
+// connection costs the server a process: three instances of the default
+// use 36 at most, which leaves the test suites, psql and an operator
+// plenty. Raise it (and the server's max_connections) for a busier
+// deployment: the arithmetic is instances x DB_MAX_CONNS plus what else
+// connects, below max_connections.
+const (
+	defaultDBMaxConns = 12
+	minDBMaxConns     = 2 // one connection for each pool
+	maxDBMaxConns     = 1000
+)
+
+// poolSizes splits the budget between the store's pool and the postgres
+// lock strategy's. They cannot be one pool: a session advisory lock keeps
+// its connection while it is held and while it is waited for, and its
+// holder then needs the store to read and write the seats; in one pool,
+// holders and waiters could take every connection and the holders would
+// wait for one for ever (until the lock wait ran out for the waiters). So
+// the lock pool gets a third, at least one, and holders always reach the
+// store. Neither pool opens a connection before it is needed: an instance
+// whose screenings use no postgres lock uses none of the lock pool's.
+func poolSizes(budget int) (store, lock int32) {
+	lock = int32(max(1, budget/3))
+	return int32(budget) - lock, lock
 }
 
 // splitList splits a comma-separated setting, dropping blanks.

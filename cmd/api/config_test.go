@@ -18,7 +18,7 @@ func TestParseConfig(t *testing.T) {
 	defaults := config{
 		Addr: ":8080", Lock: reservation.LockKeyedRedis, Guard: reservation.GuardFence,
 		LockTTL: 10 * time.Second, LockWait: 5 * time.Second,
-		LockDir: filepath.Join(os.TempDir(), "seatlock-locks"),
+		LockDir: filepath.Join(os.TempDir(), "seatlock-locks"), DBMaxConns: 12,
 	}
 	for _, tc := range []struct {
 		name string
@@ -32,13 +32,13 @@ func TestParseConfig(t *testing.T) {
 			"LOCK_STRATEGY": "none", "WRITE_GUARD": "off", "LOCK_TTL": "2s", "LOCK_WAIT": "250ms",
 			"PAYMENT_DELAY": "1.5s", "DEMO_MODE": "true", "ADMIN_TOKEN": "t", "LOCK_DIR": "/tmp/l",
 			"REDLOCK_URLS": "redis://a:1/0, redis://b:1/0,redis://c:1/0", "ZOOKEEPER_SERVERS": "z1:2181,z2:2181",
-			"PAYMENT_URL": "http://127.0.0.1:9100",
+			"PAYMENT_URL": "http://127.0.0.1:9100", "DB_MAX_CONNS": "30",
 		}, func(c *config) {
 			*c = config{Addr: "127.0.0.1:9000", DatabaseURL: "postgres://u@db/x", RedisURL: "redis://r:6379/1",
 				Lock: reservation.LockNone, Guard: reservation.GuardOff, LockTTL: 2 * time.Second, LockWait: 250 * time.Millisecond,
 				PaymentDelay: 1500 * time.Millisecond, Demo: true, AdminToken: "t", LockDir: "/tmp/l",
 				RedlockURLs: []string{"redis://a:1/0", "redis://b:1/0", "redis://c:1/0"}, ZooKeeperServers: []string{"z1:2181", "z2:2181"},
-				PaymentURL: "http://127.0.0.1:9100"}
+				PaymentURL: "http://127.0.0.1:9100", DBMaxConns: 30}
 		}},
 		{"sentinel-managed Redis", nil, map[string]string{
 			"REDIS_URL": "redis+sentinel://s1:26379/0?master_name=seatlock&addr=s2:26379",
@@ -96,6 +96,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad database URL", nil, map[string]string{"DATABASE_URL": "postgres://u:pw@host:notaport/db"}, "DATABASE_URL"},
 		{"bad redis URL", []string{"-redis-url", "http://r:6379"}, nil, "REDIS_URL"},
 		{"sentinel URL without master", nil, map[string]string{"REDIS_URL": "redis+sentinel://s:26379/0"}, "REDIS_URL"},
+		{"connection budget below two", nil, map[string]string{"DB_MAX_CONNS": "1"}, "DB_MAX_CONNS"},
+		{"connection budget not a number", []string{"-db-max-conns", "many"}, nil, "db-max-conns"},
+		{"pool size in the URL", nil, map[string]string{"DATABASE_URL": "postgres://u:pw@db/x?pool_max_conns=50"}, "DB_MAX_CONNS"},
 		{"unknown flag", []string{"-nope"}, nil, "nope"},
 		{"positional argument", []string{"serve"}, nil, "serve"},
 	} {
@@ -153,5 +156,21 @@ func TestExitStatus(t *testing.T) {
 				t.Errorf("a configuration error takes one line, got %q", stderr.String())
 			}
 		})
+	}
+}
+
+// The budget is split so that the lock pool always has a connection and
+// never takes the store's: holders of postgres locks must reach the store.
+func TestPoolSizes(t *testing.T) {
+	for _, tc := range []struct {
+		budget      int
+		store, lock int32
+	}{
+		{2, 1, 1}, {3, 2, 1}, {12, 8, 4}, {30, 20, 10},
+	} {
+		store, lock := poolSizes(tc.budget)
+		if store != tc.store || lock != tc.lock {
+			t.Errorf("poolSizes(%d) = %d, %d; want %d, %d", tc.budget, store, lock, tc.store, tc.lock)
+		}
 	}
 }

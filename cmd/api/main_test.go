@@ -179,6 +179,14 @@ func call(t testing.TB, method, url, body string, headers ...string) response {
 	}
 	answer := response{status: res.StatusCode, header: res.Header, body: b}
 	checkOpenAPI(t, req, answer)
+	// Every JSON answer is a line, so that it reads well after curl and
+	// in line-oriented tools; every "not now" says when to come back.
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") && !bytes.HasSuffix(b, []byte("\n")) {
+		t.Errorf("%s %s: JSON answer %d does not end with a newline: %.200q", method, url, res.StatusCode, b)
+	}
+	if (res.StatusCode == http.StatusServiceUnavailable || res.StatusCode == http.StatusTooManyRequests) && res.Header.Get("Retry-After") == "" {
+		t.Errorf("%s %s: answer %d without Retry-After", method, url, res.StatusCode)
+	}
 	return answer
 }
 

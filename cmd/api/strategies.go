@@ -19,13 +19,6 @@ import (
 	"github.com/seatlock/seatlock/reservation"
 )
 
-// lockPoolSize is the connection pool of the postgres strategy. A session
-// advisory lock occupies its connection while it is held and while it is
-// waited for, so the pool bounds how many bookings of that strategy one
-// instance runs at once; three instances of it and of the store's pool stay
-// below Postgres's default max_connections of 100.
-const lockPoolSize = 16
-
 // openOtherLockers adds the lock strategies beyond Redis that the
 // configuration makes possible: postgres (with DATABASE_URL), file (always,
 // in LOCK_DIR), redlock (with REDLOCK_URLS) and zookeeper (with
@@ -46,9 +39,11 @@ func openOtherLockers(ctx context.Context, cfg config, logger *slog.Logger, b *b
 		if err != nil {
 			return err
 		}
-		if !strings.Contains(cfg.DatabaseURL, "pool_max_conns") {
-			pcfg.MaxConns = lockPoolSize
-		}
+		// A session advisory lock occupies its connection while it is
+		// held and while it is waited for, so this pool bounds how many
+		// bookings of the strategy one instance runs at once; see
+		// poolSizes for why it is a pool of its own.
+		_, pcfg.MaxConns = poolSizes(cfg.DBMaxConns)
 		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 		if err != nil {
 			return fmt.Errorf("postgres lock pool: %w", err)

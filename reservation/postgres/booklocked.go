@@ -35,7 +35,8 @@ const rollbackTimeout = 5 * time.Second
 // that the two Postgres strategies exclude each other on a seat.
 //
 // The connection and the locks must be had within lockWait, else the error
-// wraps reservation.ErrSeatBusy. The wait is bounded twice: by a context
+// wraps reservation.ErrUnavailable (no connection came free: the pool is
+// exhausted) or reservation.ErrSeatBusy (a lock was held). The wait is bounded twice: by a context
 // deadline, which ends it with a cancel request, and by lock_timeout on
 // the server, in case the cancel request is lost (its error is 55P03,
 // lock_not_available). The cost is one pool connection and one open
@@ -92,12 +93,14 @@ func (s *Store) lockSeats(ctx context.Context, screeningID string, seats []strin
 	}
 
 	// Every booking of this strategy holds a connection for its whole
-	// critical section, so a full pool is bookings in their critical
-	// sections: waiting for a connection is part of waiting for the locks.
+	// critical section, so waiting for a connection takes from the lock
+	// wait. But a pool that stays full for all of it is an overloaded
+	// database, not a busy seat (no seat was even tried): that is
+	// ErrUnavailable, which clients retry later, like any exhaustion.
 	tx, err := s.pool.Begin(wait)
 	if err != nil {
 		if ctx.Err() == nil && wait.Err() != nil {
-			return nil, busy("no connection came free")
+			return nil, fmt.Errorf("postgres: book locked: no pool connection came free within the lock wait of %v: %w", lockWait, reservation.ErrUnavailable)
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("postgres: book locked: %w", ctx.Err())
