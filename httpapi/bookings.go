@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -90,7 +91,7 @@ func idempotencyKey(c *gin.Context) (string, bool) {
 func bookingID(c *gin.Context) (string, bool) {
 	id := c.Param("id")
 	if u, err := uuid.Parse(id); err != nil || u.String() != id {
-		respondCode(c, http.StatusNotFound, codeNotFound, "no such booking")
+		respondCode(c, http.StatusNotFound, codeNotFound, fmt.Sprintf("booking %q does not exist", clip(id, 64)))
 		return "", false
 	}
 	return id, true

@@ -83,7 +83,9 @@ func respondErr(c *gin.Context, err error) {
 	d := errorDetail{Code: kind.code}
 	switch {
 	case kind.showDetail:
-		d.Message = err.Error()
+		// The domain's words only: the chain around a domain error names
+		// the adapter and the operation (memory: ..., postgres: ...).
+		d.Message = reservation.Message(err)
 	case kind.status == http.StatusServiceUnavailable:
 		d.Message = msgUnavailable
 	default:

@@ -123,12 +123,15 @@ func (s *Service) EnsureScreening(ctx context.Context, req NewScreening) error {
 // Screening returns a screening, or ErrNotFound.
 func (s *Service) Screening(ctx context.Context, id string) (Screening, error) {
 	if validID(id) != nil {
-		return Screening{}, ErrNotFound
+		return Screening{}, notFound("screening", id)
 	}
 	if sc, ok := s.screenings.get(id); ok {
 		return sc, nil
 	}
 	sc, err := s.store.Screening(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return Screening{}, notFound("screening", id)
+	}
 	if err != nil {
 		return Screening{}, err
 	}
@@ -149,11 +152,19 @@ const (
 // ErrInvalid.
 func (s *Service) Screenings(ctx context.Context, after string, limit int) (page []Screening, next string, err error) {
 	if limit < 1 || limit > MaxScreeningPage {
-		return nil, "", fmt.Errorf("limit must be from 1 to %d: %w", MaxScreeningPage, ErrInvalid)
+		return nil, "", errorf(ErrInvalid, "limit must be from 1 to %d", MaxScreeningPage)
 	}
 	// One more than asked says whether another page follows, without a
 	// second query.
+	// An id that no screening can have is no cursor either; it would only
+	// trouble the store (Postgres refuses text that is not UTF-8).
+	if after != "" && validID(after) != nil {
+		return nil, "", invalidf("after is no cursor of this list")
+	}
 	page, err = s.store.Screenings(ctx, after, limit+1)
+	if errors.Is(err, ErrInvalid) {
+		return nil, "", invalidf("after is no cursor of this list")
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -2,6 +2,7 @@ package reservation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -132,9 +133,12 @@ func (s *Service) Strategies() []string {
 // Booking returns a booking, or ErrNotFound.
 func (s *Service) Booking(ctx context.Context, id string) (Booking, error) {
 	if uuid.Validate(id) != nil {
-		return Booking{}, ErrNotFound
+		return Booking{}, notFound("booking", id)
 	}
 	b, _, err := s.store.Booking(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return Booking{}, notFound("booking", id)
+	}
 	return b, err
 }
 
@@ -143,9 +147,12 @@ func (s *Service) Booking(ctx context.Context, id string) (Booking, error) {
 // the token is empty, or ErrForbidden when it is wrong.
 func (s *Service) Cancel(ctx context.Context, id, token string) error {
 	if uuid.Validate(id) != nil {
-		return ErrNotFound
+		return notFound("booking", id)
 	}
 	b, hash, err := s.store.Booking(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return notFound("booking", id)
+	}
 	if err != nil {
 		return err
 	}

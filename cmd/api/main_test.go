@@ -184,11 +184,18 @@ func call(t testing.TB, method, url, body string, headers ...string) response {
 	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") && !bytes.HasSuffix(b, []byte("\n")) {
 		t.Errorf("%s %s: JSON answer %d does not end with a newline: %.200q", method, url, res.StatusCode, b)
 	}
+	// Messages are the domain's words: none names an adapter.
+	if res.StatusCode >= 400 && adapterName.Match(b) {
+		t.Errorf("%s %s: answer %d names an adapter: %.300s", method, url, res.StatusCode, b)
+	}
 	if (res.StatusCode == http.StatusServiceUnavailable || res.StatusCode == http.StatusTooManyRequests) && res.Header.Get("Retry-After") == "" {
 		t.Errorf("%s %s: answer %d without Retry-After", method, url, res.StatusCode)
 	}
 	return answer
 }
+
+// adapterName matches the prefix with which an adapter's errors name it.
+var adapterName = regexp.MustCompile(`\b(memory|postgres|pgx|pglock|pgconn|redis|miniredis|redlock|zklock|flock|distlock):`)
 
 // decode unmarshals an answer's JSON body into a T.
 func decode[T any](t testing.TB, r response) T {
