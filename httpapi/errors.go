@@ -19,6 +19,7 @@ const (
 	codeUnauthorized     = "unauthorized"
 	codeForbidden        = "forbidden"
 	codeUnavailable      = "unavailable"
+	codeRateLimited      = "rate_limited"
 	codeInternal         = "internal"
 )
 
@@ -51,6 +52,7 @@ var errorKinds = []errorKind{
 	{reservation.ErrIdempotencyMismatch, http.StatusUnprocessableEntity, "idempotency_mismatch", true},
 	{reservation.ErrUnauthorized, http.StatusUnauthorized, codeUnauthorized, true},
 	{reservation.ErrForbidden, http.StatusForbidden, codeForbidden, true},
+	{reservation.ErrLimit, http.StatusServiceUnavailable, "limit_reached", true},
 	{reservation.ErrUnavailable, http.StatusServiceUnavailable, codeUnavailable, false},
 	// The request's context ended: the client went away or a deadline
 	// passed. The client rarely sees this answer; the log line does.

@@ -52,6 +52,11 @@ var (
 	// ErrForbidden is returned when a secret was given but is wrong.
 	ErrForbidden = errors.New("forbidden")
 
+	// ErrLimit is returned when a request would pass a bound of the
+	// service (Options.MaxScreenings): nothing was created. Unlike
+	// ErrUnavailable it does not clear by itself.
+	ErrLimit = errors.New("limit reached")
+
 	// ErrUnavailable is returned when a backend (the store or the lock
 	// service) cannot be reached. Nothing was booked.
 	ErrUnavailable = errors.New("backend unavailable")
@@ -125,7 +130,7 @@ func Message(err error) string {
 	}
 	for _, kind := range []error{
 		ErrInvalid, ErrNotFound, ErrConflict, ErrSeatTaken, ErrSeatBusy, ErrLockLost, ErrStaleToken,
-		ErrIdempotencyMismatch, ErrUnauthorized, ErrForbidden, ErrUnavailable,
+		ErrIdempotencyMismatch, ErrUnauthorized, ErrForbidden, ErrLimit, ErrUnavailable,
 	} {
 		if errors.Is(err, kind) {
 			return kind.Error()

@@ -20,6 +20,9 @@ type Store interface {
 	// Screening returns the screening with the id, or ErrNotFound.
 	Screening(ctx context.Context, id string) (Screening, error)
 
+	// CountScreenings returns how many screenings the store holds.
+	CountScreenings(ctx context.Context) (int, error)
+
 	// Screenings returns up to limit screenings, oldest first, that were
 	// created after the screening with the id after ("" starts at the
 	// oldest). It returns ErrInvalid if after names no screening.

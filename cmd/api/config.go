@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,9 @@ type config struct {
 	AdminToken   string
 	PaymentURL   string // empty: the simulated payment (a wait)
 	DBMaxConns   int    // Postgres connections of this instance, all pools together
+
+	MaxScreenings int     // most screenings the store may hold
+	WriteRate     float64 // writes a second this instance accepts; 0: no bound
 
 	// The lock backends beyond Redis (see openOtherLockers).
 	LockDir          string   // file locks; default under the temp directory
@@ -85,6 +89,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	str(&cfg.PaymentURL, "payment-url", "PAYMENT_URL", "", "payment provider base URL (for example http://127.0.0.1:9100, see loadgen payments); empty means a simulated payment, a wait of the payment delay")
 	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", defaultDBMaxConns, "most Postgres connections this instance opens, store and postgres lock strategy together (env DB_MAX_CONNS)")
 	env["db-max-conns"], hint["db-max-conns"] = "DB_MAX_CONNS", "want a whole number"
+	fs.IntVar(&cfg.MaxScreenings, "max-screenings", reservation.DefaultMaxScreenings, "most screenings the store may hold; one more is 503 limit_reached (env MAX_SCREENINGS)")
+	env["max-screenings"], hint["max-screenings"] = "MAX_SCREENINGS", "want a whole number"
+	fs.Float64Var(&cfg.WriteRate, "write-rate", 0, "most writes (POST, DELETE) a second this instance accepts, all clients together; beyond it 429 rate_limited; 0 means no bound (env WRITE_RATE)")
+	env["write-rate"], hint["write-rate"] = "WRITE_RATE", "want a number of writes a second, such as 200 or 0.5"
 	str(&cfg.AdminToken, "admin-token", "ADMIN_TOKEN", "", "bearer token that POST /v1/screenings requires; empty means none")
 	str(&cfg.LockDir, "lock-dir", "LOCK_DIR", filepath.Join(os.TempDir(), "seatlock-locks"), "directory of the file strategy's lock files (one host only)")
 	str(&redlockURLs, "redlock-urls", "REDLOCK_URLS", "", "comma-separated Redis URLs of independent servers for the redlock strategy; empty means no redlock")
@@ -168,6 +176,12 @@ func (c config) validate() error {
 		if strings.Contains(c.DatabaseURL, "pool_max_conns") {
 			return errors.New("DATABASE_URL sets pool_max_conns; set DB_MAX_CONNS instead, the budget of all of an instance's pools")
 		}
+	}
+	if c.MaxScreenings < 1 {
+		return fmt.Errorf("MAX_SCREENINGS %d must be at least 1", c.MaxScreenings)
+	}
+	if c.WriteRate < 0 || math.IsNaN(c.WriteRate) || math.IsInf(c.WriteRate, 0) {
+		return fmt.Errorf("WRITE_RATE %v must be a number of writes a second, 0 for no bound", c.WriteRate)
 	}
 	if c.DBMaxConns < minDBMaxConns || c.DBMaxConns > maxDBMaxConns {
 		return fmt.Errorf("DB_MAX_CONNS %d must be from %d to %d", c.DBMaxConns, minDBMaxConns, maxDBMaxConns)

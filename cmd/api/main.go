@@ -138,6 +138,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		DefaultPaymentDelay: cfg.PaymentDelay,
 		LockWait:            cfg.LockWait,
 		Demo:                cfg.Demo,
+		MaxScreenings:       cfg.MaxScreenings,
 		LockHealth:          b.lockHealth,
 		Logger:              logger,
 	})
@@ -153,6 +154,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 			Registry:   reg,
 			AdminToken: cfg.AdminToken,
 			Events:     hub,
+			WriteRate:  cfg.WriteRate,
 		}),
 		ReadHeaderTimeout: limits.readHeader,
 		ReadTimeout:       limits.read,

@@ -104,6 +104,13 @@ const selectScreenings = `
 SELECT id, movie, starts_at, row_count, seats_per_row, lock_strategy, write_guard, payment_delay
 FROM screenings`
 
+// CountScreenings returns how many screenings the store holds.
+func (s *Store) CountScreenings(ctx context.Context) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM screenings`).Scan(&n)
+	return n, translate("count screenings", err)
+}
+
 // Screening returns the screening with the id, or reservation.ErrNotFound.
 func (s *Store) Screening(ctx context.Context, id string) (reservation.Screening, error) {
 	rows, _ := s.pool.Query(ctx, selectScreenings+` WHERE id = $1`, id)
