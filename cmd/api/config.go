@@ -33,6 +33,11 @@ type config struct {
 	PaymentURL   string // empty: the simulated payment (a wait)
 	DBMaxConns   int    // Postgres connections of this instance, all pools together
 
+	// Healthcheck asks a running server (at Addr) for /healthz instead of
+	// serving: a command, so a flag only, never an environment variable,
+	// which could turn every server of a deployment into a check.
+	Healthcheck bool
+
 	MaxScreenings int     // most screenings the store may hold
 	WriteRate     float64 // writes a second this instance accepts; 0: no bound
 
@@ -89,6 +94,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	str(&cfg.PaymentURL, "payment-url", "PAYMENT_URL", "", "payment provider base URL (for example http://127.0.0.1:9100, see loadgen payments); empty means a simulated payment, a wait of the payment delay")
 	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", defaultDBMaxConns, "most Postgres connections this instance opens, store and postgres lock strategy together (env DB_MAX_CONNS)")
 	env["db-max-conns"], hint["db-max-conns"] = "DB_MAX_CONNS", "want a whole number"
+	fs.BoolVar(&cfg.Healthcheck, "healthcheck", false, "do not serve: GET /healthz of the server at -addr (loopback for :port), exit 0 if it answers 200, else 1; for container healthchecks")
 	fs.IntVar(&cfg.MaxScreenings, "max-screenings", reservation.DefaultMaxScreenings, "most screenings the store may hold; one more is 503 limit_reached (env MAX_SCREENINGS)")
 	env["max-screenings"], hint["max-screenings"] = "MAX_SCREENINGS", "want a whole number"
 	fs.Float64Var(&cfg.WriteRate, "write-rate", 0, "most writes (POST, DELETE) a second this instance accepts, all clients together; beyond it 429 rate_limited; 0 means no bound (env WRITE_RATE)")
@@ -115,6 +121,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
+		if env[f.Name] == "" {
+			return // a command, not a setting
+		}
 		v := getenv(env[f.Name])
 		if err != nil || given[f.Name] || v == "" {
 			return

@@ -126,42 +126,53 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 }
 
+// mainCase is a run of main in a child process: its flags and environment,
+// and the exit status and the text on stderr it should end with.
+type mainCase struct {
+	name   string
+	args   string
+	env    []string
+	status int
+	want   string
+}
+
+// runMain runs main in a child process (see TestMain) with the flags in
+// args and the environment env, and returns its exit status and output.
+func runMain(t *testing.T, args string, env ...string) (status int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append([]string{"SEATLOCK_TEST_MAIN=1", "SEATLOCK_TEST_ARGS=" + args, "PATH=" + os.Getenv("PATH")}, env...)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		status = exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return status, out.String(), errOut.String()
+}
+
 // TestExitStatus runs main in a child process and checks its exit status
 // and its one-line message.
 func TestExitStatus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
-	for _, tc := range []struct {
-		name   string
-		args   string
-		env    []string
-		status int
-		want   string
-	}{
+	for _, tc := range []mainCase{
 		{"bad duration", "-lock-ttl 10", nil, 2, "api: invalid value"},
 		{"bad strategy", "", []string{"LOCK_STRATEGY=mutex"}, 2, `api: LOCK_STRATEGY "mutex" is unknown`},
 		{"cannot listen", "-addr 127.0.0.1:99999", nil, 1, "api: "},
 		{"help", "-h", nil, 0, "Usage: api"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append([]string{"SEATLOCK_TEST_MAIN=1", "SEATLOCK_TEST_ARGS=" + tc.args, "PATH=" + os.Getenv("PATH")}, tc.env...)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			err := cmd.Run()
-			status := 0
-			var exit *exec.ExitError
-			if errors.As(err, &exit) {
-				status = exit.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
+			status, _, stderr := runMain(t, tc.args, tc.env...)
+			if status != tc.status || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit status %d, stderr %q; want %d and %q", status, stderr, tc.status, tc.want)
 			}
-			if status != tc.status || !strings.Contains(stderr.String(), tc.want) {
-				t.Errorf("exit status %d, stderr %q; want %d and %q", status, stderr.String(), tc.status, tc.want)
-			}
-			if tc.status == 2 && strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 {
-				t.Errorf("a configuration error takes one line, got %q", stderr.String())
+			if tc.status == 2 && strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+				t.Errorf("a configuration error takes one line, got %q", stderr)
 			}
 		})
 	}

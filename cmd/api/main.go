@@ -100,6 +100,9 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
+	if cfg.Healthcheck {
+		return healthcheck(ctx, cfg.Addr, stdout)
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
 	reg := prometheus.NewRegistry()
