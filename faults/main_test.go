@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seatlock/seatlock/internal/testenv"
 )
 
 // binaries are the programs TestMain builds once for the whole test
@@ -56,7 +58,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "faults: go build:", err)
 		return 1
 	}
-	return m.Run()
+	return testenv.Run(m)
 }
 
 // httpClient sends the tests' requests. Its timeout bounds a request that

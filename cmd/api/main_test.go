@@ -14,17 +14,21 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seatlock/seatlock/internal/testenv"
 )
 
 // TestMain lets a test run main itself in a child process, to see real
 // exit statuses: the child is this test binary with SEATLOCK_TEST_MAIN=1.
+// Otherwise it runs the tests, and says at the end when integration tests
+// were skipped.
 func TestMain(m *testing.M) {
 	if os.Getenv("SEATLOCK_TEST_MAIN") == "1" {
 		os.Args = append([]string{"api"}, strings.Fields(os.Getenv("SEATLOCK_TEST_ARGS"))...)
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(testenv.Run(m))
 }
 
 // instance is one run of the API inside the test process, on a port the
