@@ -250,7 +250,7 @@ func TestAPI(t *testing.T) {
 		url := base + "/v1/screenings/" + s.ID + "/bookings"
 		for i, send := range []func(token string) []string{
 			func(token string) []string { return []string{"Authorization", "Bearer " + token} },
-			func(token string) []string { return []string{"X-Booking-Token", token} },
+			func(token string) []string { return []string{"Authorization", "bearer  " + token + " "} },
 		} {
 			seatID := []string{"A1", "A2"}[i]
 			b := decode[booking](t, call(t, "POST", url, bookingBody("carol", seatID)))
