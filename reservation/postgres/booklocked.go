@@ -53,6 +53,9 @@ func (s *Store) BookLocked(ctx context.Context, screeningID string, seats []stri
 	if err != nil {
 		return err
 	}
+	// Deferred first, so it runs last: the slot is free once the
+	// transaction has ended and its connection is back in the pool.
+	defer func() { <-s.txSlots }()
 	defer func() {
 		// After Commit, a no-op. The request may be cancelled, so the
 		// rollback has a context of its own.
@@ -93,12 +96,22 @@ func (s *Store) lockSeats(ctx context.Context, screeningID string, seats []strin
 	}
 
 	// Every booking of this strategy holds a connection for its whole
-	// critical section, so waiting for a connection takes from the lock
-	// wait. But a pool that stays full for all of it is an overloaded
-	// database, not a busy seat (no seat was even tried): that is
-	// ErrUnavailable, which clients retry later, like any exhaustion.
+	// critical section, so waiting for one (a slot, then a connection)
+	// takes from the lock wait. But a pool that stays full for all of it
+	// is an overloaded database, not a busy seat (no seat was even tried):
+	// that is ErrUnavailable, which clients retry later, like any
+	// exhaustion.
+	select {
+	case s.txSlots <- struct{}{}:
+	case <-wait.Done():
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("postgres: book locked: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("postgres: book locked: all %d connections for bookings in a transaction stayed in use for the lock wait of %v: %w", cap(s.txSlots), lockWait, reservation.ErrUnavailable)
+	}
 	tx, err := s.pool.Begin(wait)
 	if err != nil {
+		<-s.txSlots
 		if ctx.Err() == nil && wait.Err() != nil {
 			return nil, fmt.Errorf("postgres: book locked: no pool connection came free within the lock wait of %v: %w", lockWait, reservation.ErrUnavailable)
 		}
@@ -110,6 +123,7 @@ func (s *Store) lockSeats(ctx context.Context, screeningID string, seats []strin
 	ok := false
 	defer func() {
 		if !ok {
+			defer func() { <-s.txSlots }()
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 			defer cancel()
 			_ = tx.Rollback(rctx)

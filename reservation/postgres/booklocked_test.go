@@ -322,3 +322,56 @@ func TestXactIdempotency(t *testing.T) {
 		t.Errorf("same key, other seats: %v, want ErrIdempotencyMismatch", err)
 	}
 }
+
+// TestXactBookingsLeaveConnections: bookings in a transaction hold their
+// connection for the whole critical section, payment included, so they
+// may take only some of the pool. With two connections, one booking in
+// its critical section is as many as may run: a second one, of a free
+// seat, answers ErrUnavailable once its lock wait is over (not
+// ErrSeatBusy: no seat was busy), and meanwhile the store's other work
+// still gets the connection kept for it at once.
+func TestXactBookingsLeaveConnections(t *testing.T) {
+	url := testenv.NewDatabase(t)
+	ctx := t.Context()
+	svc, _ := xactService(t, url, time.Second) // migrates
+	sc := xactScreening(t, svc, reservation.GuardFence, 0)
+	store, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+
+	inside, leave := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- store.BookLocked(ctx, sc.ID, []string{"A1"}, time.Second, func(context.Context, reservation.Reader) (*reservation.Write, error) {
+			close(inside)
+			<-leave
+			return nil, nil
+		})
+	}()
+	<-inside
+
+	err = store.BookLocked(ctx, sc.ID, []string{"B1"}, 100*time.Millisecond, func(context.Context, reservation.Reader) (*reservation.Write, error) {
+		t.Error("a second booking in a transaction ran with the pool's last connection")
+		return nil, nil
+	})
+	if !errors.Is(err, reservation.ErrUnavailable) || errors.Is(err, reservation.ErrSeatBusy) {
+		t.Errorf("a second booking in a transaction: %v, want ErrUnavailable", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := store.TakenSeats(rctx, sc.ID, []string{"B1"}); err != nil {
+		t.Errorf("a read while a booking holds its transaction: %v", err)
+	}
+
+	close(leave)
+	if err := <-held; err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	if err := store.BookLocked(ctx, sc.ID, []string{"B1"}, time.Second, func(context.Context, reservation.Reader) (*reservation.Write, error) {
+		return nil, nil
+	}); err != nil {
+		t.Errorf("a booking in a transaction once the first ended: %v", err)
+	}
+}

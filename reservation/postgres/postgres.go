@@ -21,6 +21,21 @@ var _ reservation.Store = (*Store)(nil)
 // (or New over a pool of your own); it is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
+
+	// txSlots bounds the bookings in a transaction (BookLocked) at once:
+	// each holds a connection for its whole critical section, payment
+	// included, so without a bound they could take every connection and
+	// leave every other request of the store waiting for as long as a
+	// payment takes. A booking takes a slot by sending into it.
+	txSlots chan struct{}
+}
+
+// txSlotCount is how many of a pool's connections bookings in a
+// transaction may hold at once: all but a quarter (at least one, if the
+// pool has two), which stay for the reads and writes of everything else.
+func txSlotCount(maxConns int32) int {
+	reserve := min(maxConns-1, max(1, maxConns/4))
+	return int(max(1, maxConns-reserve))
 }
 
 // Options configure Open. The zero value works.
@@ -75,7 +90,7 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*Store, error)
 // New returns a store over a pool whose database is migrated already. The
 // store owns the pool from then on: Close closes it.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool}
+	return &Store{pool: pool, txSlots: make(chan struct{}, txSlotCount(pool.Config().MaxConns))}
 }
 
 // Close closes the pool, waiting for the connections in use to be given
