@@ -100,6 +100,11 @@ func respondErr(c *gin.Context, err error) {
 	if kind.status >= 500 {
 		_ = c.Error(err)
 	}
+	if errors.Is(err, reservation.ErrLimit) {
+		// A bound of the server does not clear in seconds: an operator
+		// raises it. Clients that honour Retry-After should not hammer.
+		c.Header("Retry-After", limitRetryAfter)
+	}
 	abortJSON(c, kind.status, errorBody{Error: d})
 }
 
@@ -113,6 +118,9 @@ func respondCode(c *gin.Context, status int, code, message string) {
 // backend outage or an exhausted pool rarely clears in less, and a client
 // that waits spares the backend a storm of retries.
 const retryAfter = "2"
+
+// limitRetryAfter is the Retry-After of 503 limit_reached: an hour.
+const limitRetryAfter = "3600"
 
 // abortJSON ends the request with an error answer. Every answer that means
 // "not now" (503, 429) says when to come back.
