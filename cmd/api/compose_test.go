@@ -87,7 +87,7 @@ func TestCompose(t *testing.T) {
 			}
 		}
 	}
-	// Room for psql, migrations' own connection and an operator.
+	// Room for psql, a test run and an operator.
 	if budget+10 > maxConns {
 		t.Errorf("the instances may open %d connections, Postgres allows %d: want 10 to spare", budget, maxConns)
 	}
