@@ -236,12 +236,14 @@ func (c config) validate() error {
 // The Postgres connection budget of one instance (DB_MAX_CONNS). Postgres
 // allows 100 connections by default (max_connections), and every
 // connection costs the server a process: three instances of the default
-// use 36 at most, which leaves the test suites, psql and an operator
-// plenty. Raise it (and the server's max_connections) for a busier
+// use 48 at most, which leaves the test suites (24 at their peak, sampled
+// during a whole run), psql and an operator plenty. The store's share of
+// it is what a busy instance needs: 12 where 8 did 0.66-0.79x the
+// bookings of 16 (docs/backends.md). Raise it (and the server's max_connections) for a busier
 // deployment: the arithmetic is instances x DB_MAX_CONNS plus what else
 // connects, below max_connections.
 const (
-	defaultDBMaxConns = 12
+	defaultDBMaxConns = 16
 	minDBMaxConns     = 2 // one connection for each pool
 	maxDBMaxConns     = 1000
 )
@@ -252,11 +254,11 @@ const (
 // holder then needs the store to read and write the seats; in one pool,
 // holders and waiters could take every connection and the holders would
 // wait for one for ever (until the lock wait ran out for the waiters). So
-// the lock pool gets a third, at least one, and holders always reach the
+// the lock pool gets a quarter, at least one, and holders always reach the
 // store. Neither pool opens a connection before it is needed: an instance
 // whose screenings use no postgres lock uses none of the lock pool's.
 func poolSizes(budget int) (store, lock int32) {
-	lock = int32(max(1, budget/3))
+	lock = int32(max(1, budget/4))
 	return int32(budget) - lock, lock
 }
 

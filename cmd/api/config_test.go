@@ -18,7 +18,7 @@ func TestParseConfig(t *testing.T) {
 	defaults := config{
 		Addr: ":8080", Lock: reservation.LockKeyedRedis, Guard: reservation.GuardFence,
 		LockTTL: 10 * time.Second, LockWait: 5 * time.Second,
-		LockDir: filepath.Join(os.TempDir(), "seatlock-locks"), DBMaxConns: 12,
+		LockDir: filepath.Join(os.TempDir(), "seatlock-locks"), DBMaxConns: 16,
 		MaxScreenings: reservation.DefaultMaxScreenings,
 	}
 	for _, tc := range []struct {
@@ -185,7 +185,7 @@ func TestPoolSizes(t *testing.T) {
 		budget      int
 		store, lock int32
 	}{
-		{2, 1, 1}, {3, 2, 1}, {12, 8, 4}, {30, 20, 10},
+		{2, 1, 1}, {3, 2, 1}, {16, 12, 4}, {24, 18, 6}, {30, 23, 7},
 	} {
 		store, lock := poolSizes(tc.budget)
 		if store != tc.store || lock != tc.lock {
