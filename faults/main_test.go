@@ -56,7 +56,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "faults: go build:", err)
 		return 1
 	}
-	return m.Run()
+	return testenv.Run(m)
 }
 
 // httpClient sends the tests' requests. Its timeout bounds a request that

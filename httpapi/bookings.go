@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -49,7 +50,7 @@ func handleBookingCreate(svc *reservation.Service, m *metrics) gin.HandlerFunc {
 		out := toBookingJSON(conf.Booking)
 		out.Token = conf.Token
 		c.Header("Location", "/v1/bookings/"+out.ID)
-		c.JSON(http.StatusCreated, out)
+		writeJSON(c, http.StatusCreated, out)
 	}
 }
 
@@ -90,7 +91,7 @@ func idempotencyKey(c *gin.Context) (string, bool) {
 func bookingID(c *gin.Context) (string, bool) {
 	id := c.Param("id")
 	if u, err := uuid.Parse(id); err != nil || u.String() != id {
-		respondCode(c, http.StatusNotFound, codeNotFound, "no such booking")
+		respondCode(c, http.StatusNotFound, codeNotFound, fmt.Sprintf("booking %q does not exist", clip(id, 64)))
 		return "", false
 	}
 	return id, true
@@ -108,7 +109,7 @@ func handleBookingGet(svc *reservation.Service) gin.HandlerFunc {
 			respondErr(c, err)
 			return
 		}
-		c.JSON(http.StatusOK, toBookingJSON(b))
+		writeJSON(c, http.StatusOK, toBookingJSON(b))
 	}
 }
 
@@ -124,10 +125,10 @@ func handleBookingCancel(svc *reservation.Service) gin.HandlerFunc {
 		if !ok {
 			return
 		}
-		token, ok := bearerToken(c.Request)
-		if !ok {
-			token = c.GetHeader("X-Booking-Token")
-		}
+		// The token counts only in the Authorization header: anywhere else
+		// (a query string, the body, another header) it is no token, so
+		// that no client learns to put a secret where logs keep it.
+		token, _ := bearerToken(c.Request)
 		if err := svc.Cancel(c.Request.Context(), id, token); err != nil {
 			respondErr(c, err)
 			return

@@ -19,6 +19,7 @@ const (
 	codeUnauthorized     = "unauthorized"
 	codeForbidden        = "forbidden"
 	codeUnavailable      = "unavailable"
+	codeRateLimited      = "rate_limited"
 	codeInternal         = "internal"
 )
 
@@ -51,6 +52,7 @@ var errorKinds = []errorKind{
 	{reservation.ErrIdempotencyMismatch, http.StatusUnprocessableEntity, "idempotency_mismatch", true},
 	{reservation.ErrUnauthorized, http.StatusUnauthorized, codeUnauthorized, true},
 	{reservation.ErrForbidden, http.StatusForbidden, codeForbidden, true},
+	{reservation.ErrLimit, http.StatusServiceUnavailable, "limit_reached", true},
 	{reservation.ErrUnavailable, http.StatusServiceUnavailable, codeUnavailable, false},
 	// The request's context ended: the client went away or a deadline
 	// passed. The client rarely sees this answer; the log line does.
@@ -83,7 +85,9 @@ func respondErr(c *gin.Context, err error) {
 	d := errorDetail{Code: kind.code}
 	switch {
 	case kind.showDetail:
-		d.Message = err.Error()
+		// The domain's words only: the chain around a domain error names
+		// the adapter and the operation (memory: ..., postgres: ...).
+		d.Message = reservation.Message(err)
 	case kind.status == http.StatusServiceUnavailable:
 		d.Message = msgUnavailable
 	default:
@@ -96,11 +100,34 @@ func respondErr(c *gin.Context, err error) {
 	if kind.status >= 500 {
 		_ = c.Error(err)
 	}
-	c.AbortWithStatusJSON(kind.status, errorBody{Error: d})
+	if errors.Is(err, reservation.ErrLimit) {
+		// A bound of the server does not clear in seconds: an operator
+		// raises it. Clients that honour Retry-After should not hammer.
+		c.Header("Retry-After", limitRetryAfter)
+	}
+	abortJSON(c, kind.status, errorBody{Error: d})
 }
 
 // respondCode answers with an error that the HTTP layer found itself (bad
 // JSON, a missing admin token): its message is meant for the client.
 func respondCode(c *gin.Context, status int, code, message string) {
-	c.AbortWithStatusJSON(status, errorBody{Error: errorDetail{Code: code, Message: message}})
+	abortJSON(c, status, errorBody{Error: errorDetail{Code: code, Message: message}})
+}
+
+// retryAfter is the Retry-After of a 503 or 429 whose handler set none: a
+// backend outage or an exhausted pool rarely clears in less, and a client
+// that waits spares the backend a storm of retries.
+const retryAfter = "2"
+
+// limitRetryAfter is the Retry-After of 503 limit_reached: an hour.
+const limitRetryAfter = "3600"
+
+// abortJSON ends the request with an error answer. Every answer that means
+// "not now" (503, 429) says when to come back.
+func abortJSON(c *gin.Context, status int, body errorBody) {
+	if (status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests) && c.Writer.Header().Get("Retry-After") == "" {
+		c.Header("Retry-After", retryAfter)
+	}
+	c.Abort()
+	writeJSON(c, status, body)
 }

@@ -18,7 +18,7 @@ import (
 // instance restarted.
 func handleHealthz() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		c.JSON(http.StatusOK, gin.H{"status": "ok"})
+		writeJSON(c, http.StatusOK, gin.H{"status": "ok"})
 	}
 }
 
@@ -33,7 +33,7 @@ func handleReadyz(svc *reservation.Service, timeout time.Duration) gin.HandlerFu
 			respondErr(c, err)
 			return
 		}
-		c.JSON(http.StatusOK, gin.H{"status": "ready"})
+		writeJSON(c, http.StatusOK, gin.H{"status": "ready"})
 	}
 }
 

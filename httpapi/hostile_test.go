@@ -145,7 +145,7 @@ func TestHostileRequests(t *testing.T) {
 		{"Idempotency-Key with DEL", "POST", "/v1/screenings/fuzz/bookings", book, []string{"Idempotency-Key", "a\x7fb"}, 400, "invalid_request"},
 		{"Idempotency-Key of another request", "POST", "/v1/screenings/fuzz/bookings", book, []string{"Idempotency-Key", "first-key"}, 422, "idempotency_mismatch"},
 		{"cancel, two Authorization headers", "DELETE", booking, "", []string{"Authorization", "Bearer x", "Authorization", "Bearer y"}, 403, "forbidden"},
-		{"cancel, token with CR", "DELETE", booking, "", []string{"X-Booking-Token", "x\ry"}, 403, "forbidden"},
+		{"cancel, token with CR", "DELETE", booking, "", []string{"Authorization", "Bearer x\ry"}, 403, "forbidden"},
 		{"cancel, token in a repeated query", "DELETE", booking + "?token=&token=x", "", nil, 401, "unauthorized"},
 		// Secrets travel only in headers: the right token in the URL is
 		// as good as none.
@@ -216,7 +216,7 @@ func TestBookingTokens(t *testing.T) {
 		t.Errorf("the store keeps %x, want only the SHA-256 of the token", hash)
 	}
 	r, _ := newRequest("DELETE", target, nil)
-	r.Header.Set("X-Booking-Token", token)
+	r.Header.Set("Authorization", "Bearer "+token)
 	w := httptest.NewRecorder()
 	hs.h.ServeHTTP(w, r)
 	if w.Code != http.StatusNoContent {
@@ -269,4 +269,87 @@ func TestBackendDownLeaksNothing(t *testing.T) {
 func hexSum(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// TestSecretsOnlyInAuthorization puts the right secret, a booking's token
+// or the admin token, in every other place a client might put one: the
+// query string under the usual names, a field of the body (JSON or a form),
+// other headers, a cookie, Authorization without the Bearer scheme. Each
+// is answered 401 as if there were no secret, and changes nothing; only
+// "Authorization: Bearer <secret>" counts. A place that the server starts
+// to read fails the test.
+func TestSecretsOnlyInAuthorization(t *testing.T) {
+	type place struct {
+		name, query, body, contentType string
+		header                         []string
+	}
+	places := func(secret string) []place {
+		return []place{
+			{name: "query token", query: "token=" + secret},
+			{name: "query access_token", query: "access_token=" + secret},
+			{name: "query auth", query: "auth=" + secret},
+			{name: "query authorization", query: "authorization=Bearer%20" + secret},
+			{name: "JSON body", body: `{"token":"` + secret + `"}`, contentType: "application/json"},
+			{name: "form body", body: "token=" + secret, contentType: "application/x-www-form-urlencoded"},
+			{name: "X-Booking-Token", header: []string{"X-Booking-Token", secret}},
+			{name: "X-Admin-Token", header: []string{"X-Admin-Token", secret}},
+			{name: "X-Auth-Token", header: []string{"X-Auth-Token", secret}},
+			{name: "X-Api-Key", header: []string{"X-Api-Key", secret}},
+			{name: "cookie", header: []string{"Cookie", "token=" + secret}},
+			{name: "Proxy-Authorization", header: []string{"Proxy-Authorization", "Bearer " + secret}},
+			{name: "Authorization without a scheme", header: []string{"Authorization", secret}},
+			{name: "Authorization Token scheme", header: []string{"Authorization", "Token " + secret}},
+		}
+	}
+	send := func(t *testing.T, hs *harness, method, path, body string, p place) *httptest.ResponseRecorder {
+		t.Helper()
+		if p.query != "" {
+			path += "?" + p.query
+		}
+		if p.body != "" {
+			body = p.body
+		}
+		r, ok := newRequest(method, path, []byte(body))
+		if !ok {
+			t.Fatalf("cannot build %s %s", method, path)
+		}
+		if p.contentType != "" {
+			r.Header.Set("Content-Type", p.contentType)
+		}
+		for i := 0; i+1 < len(p.header); i += 2 {
+			r.Header.Set(p.header[i], p.header[i+1])
+		}
+		return hs.serve(t, r)
+	}
+
+	t.Run("booking token", func(t *testing.T) {
+		hs := newHarness(t, httpapi.Options{})
+		path := "/v1/bookings/" + hs.booking.Booking.ID
+		for _, p := range places(hs.booking.Token) {
+			if w := send(t, hs, "DELETE", path, "", p); w.Code != http.StatusUnauthorized {
+				t.Errorf("the token in the %s: %d, want 401: %s", p.name, w.Code, w.Body)
+			}
+		}
+		bearer := place{name: "Authorization", header: []string{"Authorization", "Bearer " + hs.booking.Token}}
+		if w := send(t, hs, "DELETE", path, "", bearer); w.Code != http.StatusNoContent {
+			t.Errorf("the token in the Authorization header: %d, want 204: %s", w.Code, w.Body)
+		}
+	})
+	t.Run("admin token", func(t *testing.T) {
+		hs := newHarness(t, httpapi.Options{AdminToken: adminToken})
+		const create = `{"movie":"Secret","rows":1,"seats_per_row":1}`
+		for _, p := range places(adminToken) {
+			if p.body != "" {
+				// The token as a field of the screening itself.
+				p.body = `{"movie":"Secret","rows":1,"seats_per_row":1,"token":"` + adminToken + `"}`
+			}
+			if w := send(t, hs, "POST", "/v1/screenings", create, p); w.Code != http.StatusUnauthorized {
+				t.Errorf("the admin token in the %s: %d, want 401: %s", p.name, w.Code, w.Body)
+			}
+		}
+		bearer := place{name: "Authorization", header: []string{"Authorization", "Bearer " + adminToken}}
+		if w := send(t, hs, "POST", "/v1/screenings", create, bearer); w.Code != http.StatusCreated {
+			t.Errorf("the admin token in the Authorization header: %d, want 201: %s", w.Code, w.Body)
+		}
+	})
 }

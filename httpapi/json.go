@@ -1,7 +1,11 @@
 package httpapi
 
 import (
+	"encoding/json"
+	"net/http"
 	"time"
+
+	"github.com/gin-gonic/gin"
 
 	"github.com/seatlock/seatlock/reservation"
 )
@@ -150,4 +154,31 @@ func toSeatsJSON(seats []reservation.Seat) []seatJSON {
 		}
 	}
 	return out
+}
+
+// writeJSON answers v as JSON that ends in a newline, as text on the wire
+// should: a terminal's prompt then starts on its own line after curl, and
+// line-oriented tools read one answer per line. gin's own JSON renderer
+// leaves the newline out.
+func writeJSON(c *gin.Context, status int, v any) {
+	c.Render(status, jsonLine{v})
+}
+
+// jsonLine is a gin render.Render of one JSON value and a newline.
+type jsonLine struct{ v any }
+
+func (r jsonLine) Render(w http.ResponseWriter) error {
+	r.WriteContentType(w)
+	b, err := json.Marshal(r.v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+func (jsonLine) WriteContentType(w http.ResponseWriter) {
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	}
 }

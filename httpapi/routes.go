@@ -15,15 +15,17 @@ func addRoutes(r *gin.Engine, svc *reservation.Service, opts Options, m *metrics
 	r.GET("/metrics", handleMetrics(opts.Registry))
 	r.GET("/openapi.json", handleOpenAPI())
 
+	// Writes share one rate; a refused admin request spends none of it.
+	writes := limitWrites(opts.WriteRate, opts.WriteBurst)
 	v1 := r.Group("/v1")
 	v1.GET("/screenings", handleScreeningList(svc))
-	v1.POST("/screenings", requireAdmin(opts.AdminToken), handleScreeningCreate(svc))
+	v1.POST("/screenings", requireAdmin(opts.AdminToken), writes, handleScreeningCreate(svc))
 	v1.GET("/screenings/:id", handleScreeningGet(svc))
 	v1.GET("/screenings/:id/seats", handleSeatMap(svc))
 	v1.GET("/screenings/:id/events", limitStreams(opts.MaxStreams), handleEvents(svc, opts.Events, opts.Heartbeat))
-	v1.POST("/screenings/:id/bookings", handleBookingCreate(svc, m))
+	v1.POST("/screenings/:id/bookings", writes, handleBookingCreate(svc, m))
 	v1.GET("/bookings/:id", handleBookingGet(svc))
-	v1.DELETE("/bookings/:id", handleBookingCancel(svc))
+	v1.DELETE("/bookings/:id", writes, handleBookingCancel(svc))
 
 	r.NoRoute(handleNoRoute())
 	r.NoMethod(handleNoMethod())

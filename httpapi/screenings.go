@@ -46,7 +46,7 @@ func handleScreeningList(svc *reservation.Service) gin.HandlerFunc {
 			cursor := base64.RawURLEncoding.EncodeToString([]byte(next))
 			out.Next = &cursor
 		}
-		c.JSON(http.StatusOK, out)
+		writeJSON(c, http.StatusOK, out)
 	}
 }
 
@@ -101,7 +101,7 @@ func handleScreeningCreate(svc *reservation.Service) gin.HandlerFunc {
 			return
 		}
 		c.Header("Location", "/v1/screenings/"+s.ID)
-		c.JSON(http.StatusCreated, toScreeningJSON(s))
+		writeJSON(c, http.StatusCreated, toScreeningJSON(s))
 	}
 }
 
@@ -113,7 +113,7 @@ func handleScreeningGet(svc *reservation.Service) gin.HandlerFunc {
 			respondErr(c, err)
 			return
 		}
-		c.JSON(http.StatusOK, toScreeningJSON(s))
+		writeJSON(c, http.StatusOK, toScreeningJSON(s))
 	}
 }
 
@@ -126,6 +126,6 @@ func handleSeatMap(svc *reservation.Service) gin.HandlerFunc {
 			return
 		}
 		out := seatMapJSON{ScreeningID: s.ID, Seats: toSeatsJSON(seats)}
-		c.JSON(http.StatusOK, out)
+		writeJSON(c, http.StatusOK, out)
 	}
 }

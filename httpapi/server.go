@@ -42,6 +42,17 @@ type Options struct {
 	// connection, a goroutine and a buffer for as long as its client
 	// wants. Zero means DefaultMaxStreams.
 	MaxStreams int
+
+	// WriteRate bounds the writes (POST and DELETE) this server accepts, in
+	// writes per second over all clients, with bursts of WriteBurst; a
+	// write beyond it is answered 429 rate_limited with Retry-After, before
+	// it touches a backend. It keeps one instance's share of the database
+	// and the lock service bounded, whoever sends. Zero means no bound.
+	WriteRate float64
+
+	// WriteBurst is how many writes may come at once when the rate has
+	// been idle. Zero means WriteRate rounded up, at least 1.
+	WriteBurst int
 }
 
 // DefaultMaxStreams is the bound of open live streams when

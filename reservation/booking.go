@@ -223,7 +223,7 @@ func (s *Service) written(ctx context.Context, screeningID string, c Confirmatio
 		s.publish(ctx, EventBooked, c.Booking)
 		return c, nil
 	case errors.Is(err, ErrStaleToken):
-		return Confirmation{}, fmt.Errorf("a newer lock holder has written these seats: %w", ErrLockLost)
+		return Confirmation{}, errorf(ErrLockLost, "a newer lock holder has written these seats")
 	case errors.Is(err, ErrConflict) && idem != nil:
 		// Only possible when the same key came with other seats (their
 		// locks do not exclude each other) or without a lock: another

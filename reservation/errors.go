@@ -52,6 +52,11 @@ var (
 	// ErrForbidden is returned when a secret was given but is wrong.
 	ErrForbidden = errors.New("forbidden")
 
+	// ErrLimit is returned when a request would pass a bound of the
+	// service (Options.MaxScreenings): nothing was created. Unlike
+	// ErrUnavailable it does not clear by itself.
+	ErrLimit = errors.New("limit reached")
+
 	// ErrUnavailable is returned when a backend (the store or the lock
 	// service) cannot be reached. Nothing was booked.
 	ErrUnavailable = errors.New("backend unavailable")
@@ -73,7 +78,13 @@ func (e *SeatsTakenError) Is(target error) bool { return target == ErrSeatTaken 
 // invalidf returns an error wrapping ErrInvalid with a message for the
 // client.
 func invalidf(format string, args ...any) error {
-	return &messageError{kind: ErrInvalid, msg: fmt.Sprintf(format, args...)}
+	return errorf(ErrInvalid, format, args...)
+}
+
+// errorf returns an error wrapping kind, one of the domain's errors, with a
+// message for the client (see Message).
+func errorf(kind error, format string, args ...any) error {
+	return &messageError{kind: kind, msg: fmt.Sprintf(format, args...)}
 }
 
 // messageError carries a message meant for the client together with the
@@ -85,3 +96,45 @@ type messageError struct {
 
 func (e *messageError) Error() string { return e.msg }
 func (e *messageError) Unwrap() error { return e.kind }
+
+// notFound is ErrNotFound with a message that names what is missing, in
+// the domain's words rather than a store's.
+func notFound(what, id string) error {
+	return errorf(ErrNotFound, "%s %q does not exist", what, clipID(id))
+}
+
+// clipID keeps a client's id short enough to quote back in a message.
+func clipID(id string) string {
+	const max = 64
+	if len(id) > max {
+		return id[:max] + "..."
+	}
+	return id
+}
+
+// Message returns the text of err that a client may read: the message the
+// domain made it with (the rule a request broke, the seats that are
+// taken, what does not exist), or else the description of the domain error
+// it wraps (ErrConflict's "conflict"). It never returns the text that
+// wraps a domain error on its way up: that names stores, drivers and
+// operations ("memory: ...", "postgres: book: ..."), which are the server's
+// business. It returns "" for an error that wraps no domain error.
+func Message(err error) string {
+	var m *messageError
+	if errors.As(err, &m) {
+		return m.msg
+	}
+	var taken *SeatsTakenError
+	if errors.As(err, &taken) {
+		return taken.Error()
+	}
+	for _, kind := range []error{
+		ErrInvalid, ErrNotFound, ErrConflict, ErrSeatTaken, ErrSeatBusy, ErrLockLost, ErrStaleToken,
+		ErrIdempotencyMismatch, ErrUnauthorized, ErrForbidden, ErrLimit, ErrUnavailable,
+	} {
+		if errors.Is(err, kind) {
+			return kind.Error()
+		}
+	}
+	return ""
+}

@@ -67,11 +67,11 @@ func (s *Service) pay(ctx context.Context, sc Screening, w Write, lease SeatLeas
 	lost := stop()
 	switch {
 	case err == nil && lost:
-		return id, fmt.Errorf("seat lock lost during payment: %w", ErrLockLost)
+		return id, errorf(ErrLockLost, "seat lock lost during payment")
 	case err == nil:
 		return id, lockHeld(lease)
 	case lost:
-		return "", fmt.Errorf("seat lock lost during payment: %w", ErrLockLost)
+		return "", errorf(ErrLockLost, "seat lock lost during payment")
 	case ctx.Err() != nil:
 		return "", ctx.Err()
 	case errors.Is(err, ErrLockLost), errors.Is(err, ErrUnavailable):
@@ -104,7 +104,7 @@ func simulatePayment(ctx context.Context, delay time.Duration, lease SeatLease) 
 		select {
 		case <-t.C:
 		case <-lease.Lost():
-			return fmt.Errorf("seat lock lost during payment: %w", ErrLockLost)
+			return errorf(ErrLockLost, "seat lock lost during payment")
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -116,7 +116,7 @@ func simulatePayment(ctx context.Context, delay time.Duration, lease SeatLease) 
 func lockHeld(lease SeatLease) error {
 	select {
 	case <-lease.Lost():
-		return fmt.Errorf("seat lock lost before the write: %w", ErrLockLost)
+		return errorf(ErrLockLost, "seat lock lost before the write")
 	default:
 		return nil
 	}

@@ -101,6 +101,15 @@ func (s *Service) CreateScreening(ctx context.Context, req NewScreening) (Screen
 		return Screening{}, invalidf("payment_delay_ms must be from 0 to %d", MaxPaymentDelay.Milliseconds())
 	}
 	sc.PaymentDelay = sc.PaymentDelay.Truncate(time.Millisecond)
+	// A bound on growth, not an exact quota: instances creating at the
+	// same moment may each see room for one more.
+	n, err := s.store.CountScreenings(ctx)
+	if err != nil {
+		return Screening{}, err
+	}
+	if n >= s.opts.MaxScreenings {
+		return Screening{}, errorf(ErrLimit, "this server holds its maximum of %d screenings; no more can be created", s.opts.MaxScreenings)
+	}
 	if err := s.store.CreateScreening(ctx, sc); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return Screening{}, &messageError{kind: ErrConflict, msg: fmt.Sprintf("a screening with id %q exists", sc.ID)}
@@ -113,6 +122,11 @@ func (s *Service) CreateScreening(ctx context.Context, req NewScreening) (Screen
 // EnsureScreening creates the screening unless one with its id exists. It is
 // how the service makes sure the demo screening is there at start-up.
 func (s *Service) EnsureScreening(ctx context.Context, req NewScreening) error {
+	// Looked up first: a full store must not stop an instance whose
+	// screening is there already.
+	if _, err := s.Screening(ctx, req.ID); err == nil {
+		return nil
+	}
 	_, err := s.CreateScreening(ctx, req)
 	if errors.Is(err, ErrConflict) {
 		return nil
@@ -123,12 +137,15 @@ func (s *Service) EnsureScreening(ctx context.Context, req NewScreening) error {
 // Screening returns a screening, or ErrNotFound.
 func (s *Service) Screening(ctx context.Context, id string) (Screening, error) {
 	if validID(id) != nil {
-		return Screening{}, ErrNotFound
+		return Screening{}, notFound("screening", id)
 	}
 	if sc, ok := s.screenings.get(id); ok {
 		return sc, nil
 	}
 	sc, err := s.store.Screening(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return Screening{}, notFound("screening", id)
+	}
 	if err != nil {
 		return Screening{}, err
 	}
@@ -149,11 +166,19 @@ const (
 // ErrInvalid.
 func (s *Service) Screenings(ctx context.Context, after string, limit int) (page []Screening, next string, err error) {
 	if limit < 1 || limit > MaxScreeningPage {
-		return nil, "", fmt.Errorf("limit must be from 1 to %d: %w", MaxScreeningPage, ErrInvalid)
+		return nil, "", errorf(ErrInvalid, "limit must be from 1 to %d", MaxScreeningPage)
 	}
 	// One more than asked says whether another page follows, without a
 	// second query.
+	// An id that no screening can have is no cursor either; it would only
+	// trouble the store (Postgres refuses text that is not UTF-8).
+	if after != "" && validID(after) != nil {
+		return nil, "", invalidf("after is no cursor of this list")
+	}
 	page, err = s.store.Screenings(ctx, after, limit+1)
+	if errors.Is(err, ErrInvalid) {
+		return nil, "", invalidf("after is no cursor of this list")
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -2,6 +2,7 @@ package reservation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -38,6 +39,12 @@ type Options struct {
 	// Demo allows the unsafe choices LockNone and GuardOff.
 	Demo bool
 
+	// MaxScreenings bounds how many screenings the store may hold: anyone
+	// may create one (unless an admin token guards creation), and each
+	// costs rows and a line in every listing. Creating one more fails with
+	// ErrLimit. Zero means DefaultMaxScreenings.
+	MaxScreenings int
+
 	// LockHealth, when set, reports whether the lock backend answers; Ready
 	// calls it.
 	LockHealth func(context.Context) error
@@ -52,6 +59,12 @@ type Options struct {
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
 }
+
+// DefaultMaxScreenings is Options.MaxScreenings when it is zero: far more
+// than a workshop, the labs, the test suites or years of loadgen runs
+// create (each run creates one screening, compare one per strategy), far
+// fewer than would make the database's tables a problem.
+const DefaultMaxScreenings = 100_000
 
 // Service is the booking service: it validates requests, takes the locks of
 // a screening's strategy, checks and writes seats through the store.
@@ -75,6 +88,9 @@ func NewService(store Store, opts Options) *Service {
 	}
 	if opts.DefaultGuard == "" {
 		opts.DefaultGuard = GuardFence
+	}
+	if opts.MaxScreenings <= 0 {
+		opts.MaxScreenings = DefaultMaxScreenings
 	}
 	if opts.LockWait <= 0 {
 		opts.LockWait = 5 * time.Second
@@ -125,9 +141,12 @@ func (s *Service) Strategies() []string {
 // Booking returns a booking, or ErrNotFound.
 func (s *Service) Booking(ctx context.Context, id string) (Booking, error) {
 	if uuid.Validate(id) != nil {
-		return Booking{}, ErrNotFound
+		return Booking{}, notFound("booking", id)
 	}
 	b, _, err := s.store.Booking(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return Booking{}, notFound("booking", id)
+	}
 	return b, err
 }
 
@@ -136,9 +155,12 @@ func (s *Service) Booking(ctx context.Context, id string) (Booking, error) {
 // the token is empty, or ErrForbidden when it is wrong.
 func (s *Service) Cancel(ctx context.Context, id, token string) error {
 	if uuid.Validate(id) != nil {
-		return ErrNotFound
+		return notFound("booking", id)
 	}
 	b, hash, err := s.store.Booking(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return notFound("booking", id)
+	}
 	if err != nil {
 		return err
 	}

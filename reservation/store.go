@@ -2,7 +2,6 @@ package reservation
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,6 +19,9 @@ type Store interface {
 
 	// Screening returns the screening with the id, or ErrNotFound.
 	Screening(ctx context.Context, id string) (Screening, error)
+
+	// CountScreenings returns how many screenings the store holds.
+	CountScreenings(ctx context.Context) (int, error)
 
 	// Screenings returns up to limit screenings, oldest first, that were
 	// created after the screening with the id after ("" starts at the
@@ -87,20 +89,20 @@ type Write struct {
 func (w Write) Validate() error {
 	b := w.Booking
 	if uuid.Validate(b.ID) != nil {
-		return fmt.Errorf("booking id %q is not a uuid: %w", clip(b.ID), ErrInvalid)
+		return errorf(ErrInvalid, "booking id %q is not a uuid", clip(b.ID))
 	}
 	if len(b.Seats) == 0 {
-		return fmt.Errorf("booking has no seats: %w", ErrInvalid)
+		return errorf(ErrInvalid, "booking has no seats")
 	}
 	seen := make(map[string]bool, len(b.Seats))
 	for _, seat := range b.Seats {
 		if seen[seat] {
-			return fmt.Errorf("seat %q is listed twice: %w", clip(seat), ErrInvalid)
+			return errorf(ErrInvalid, "seat %q is listed twice", clip(seat))
 		}
 		seen[seat] = true
 	}
 	if w.Guard != GuardFence && w.Guard != GuardOff {
-		return fmt.Errorf("unknown guard %q: %w", clip(string(w.Guard)), ErrInvalid)
+		return errorf(ErrInvalid, "unknown guard %q", clip(string(w.Guard)))
 	}
 	return nil
 }

@@ -3,31 +3,35 @@
 # Docker, against one Postgres and one Redis, so that loadgen can show what
 # happens across instances.
 #
-#   scripts/cluster.sh [start]   build cmd/api once, start the instances, wait
-#                                for /healthz, print the -targets string, and
-#                                stay in the foreground: Ctrl-C stops them all
-#   scripts/cluster.sh stop      stop the instances of a running start (from
-#                                another terminal)
+#   scripts/cluster.sh start     build cmd/api and cmd/loadgen, start the payment
+#                                provider and the instances in the background,
+#                                and return once every one answers /healthz,
+#                                printing loadgen's -targets (and -payments)
+#                                flags on stdout; exit 1, with the failing log
+#                                and nothing left running, if one does not
+#   scripts/cluster.sh stop      stop them (waits for them to drain)
+#   scripts/cluster.sh flags     print the flags of the running cluster again
+#   scripts/cluster.sh [run]     as start, but stay in the foreground: Ctrl-C
+#                                (or 'cluster.sh stop' elsewhere) stops them
 #
 # Environment (all optional):
 #   DATABASE_URL  default postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 #   REDIS_URL     default redis://127.0.0.1:6379/0
 #   INSTANCES     default 3
 #   BASE_PORT     default 8081 (instances listen on BASE_PORT, BASE_PORT+1, ...)
-#   CLUSTER_DIR   default ${TMPDIR:-/tmp}/seatlock-cluster (binary, pids, logs)
+#   CLUSTER_DIR   default ${TMPDIR:-/tmp}/seatlock-cluster (binaries, pids, logs, flags)
 #   PAYMENTS_ADDR default 127.0.0.1:9100: the payment provider (loadgen payments)
 #                 the instances charge through; PAYMENT_URL set means use that
 #                 provider instead, and PAYMENTS_ADDR=off means none (simulated
 #                 payments)
 #   CHECK_FENCES  default false: true starts the provider with -check-fences
-# Every other cmd/api setting (LOCK_STRATEGY, PAYMENT_DELAY, ADMIN_TOKEN, ...)
-# is passed through from the environment. DEMO_MODE is true unless set, so
-# that the unsafe strategies can be shown.
+# Every other cmd/api setting (LOCK_STRATEGY, PAYMENT_DELAY, ADMIN_TOKEN,
+# DB_MAX_CONNS, ...) is passed through from the environment. DEMO_MODE is
+# true unless set, so that the unsafe strategies can be shown.
 #
 # Example:
-#   scripts/cluster.sh &
-#   go run ./cmd/loadgen compare -payments http://127.0.0.1:9100 \
-#     -targets http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083
+#   flags=$(scripts/cluster.sh start)
+#   "${CLUSTER_DIR:-/tmp/seatlock-cluster}/loadgen" compare $flags -scenario multi
 #   scripts/cluster.sh stop
 set -euo pipefail
 
@@ -40,6 +44,7 @@ dir="${CLUSTER_DIR:-${TMPDIR:-/tmp}/seatlock-cluster}"
 payments_addr="${PAYMENTS_ADDR:-127.0.0.1:9100}"
 check_fences="${CHECK_FENCES:-false}"
 pids_file="$dir/pids"
+flags_file="$dir/flags"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 # stop_all sends SIGTERM to every instance this script started (their pids
@@ -49,7 +54,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 stop_all() {
 	local pids=() pid
 	mapfile -t pids 2>/dev/null <"$pids_file" || return 0
-	rm -f "$pids_file"
+	rm -f "$pids_file" "$flags_file"
 	((${#pids[@]})) || return 0
 	for pid in "${pids[@]}"; do
 		kill -TERM "$pid" 2>/dev/null || true
@@ -65,6 +70,21 @@ stop_all() {
 	echo "cluster stopped" >&2
 }
 
+# daemon starts a command of the cluster in a session of its own (so that
+# neither the terminal's Ctrl-C nor the end of this script reaches it), its
+# output in a log and its stdin closed, and records its pid. Run from a
+# script, the background job is no process group leader, so setsid needs
+# no fork and $! is the command's own pid.
+daemon() {
+	local log=$1
+	shift
+	setsid "$@" </dev/null >"$log" 2>&1 &
+	echo $! >>"$pids_file"
+}
+
+# start starts the cluster in the background and returns once every
+# instance answers /healthz; on any failure it stops what it started and
+# exits 1.
 start() {
 	mkdir -p "$dir"
 	if [[ -f "$pids_file" ]]; then
@@ -74,44 +94,46 @@ start() {
 	echo "building cmd/api and cmd/loadgen into $dir" >&2
 	(cd "$root" && go build -o "$dir/api" ./cmd/api && go build -o "$dir/loadgen" ./cmd/loadgen)
 
-	trap 'stop_all; exit 0' INT TERM
+	trap 'stop_all; exit 1' INT TERM
 	trap 'stop_all' EXIT
 	# The payment provider starts first: the instances charge through it.
 	if [[ -z "${PAYMENT_URL:-}" && "$payments_addr" != off ]]; then
 		local fences=()
 		[[ "$check_fences" == true ]] && fences=(-check-fences)
-		"$dir/loadgen" payments -addr "$payments_addr" "${fences[@]}" >"$dir/payments.log" 2>&1 &
-		echo $! >>"$pids_file"
+		daemon "$dir/payments.log" "$dir/loadgen" payments -addr "$payments_addr" "${fences[@]}"
 		export PAYMENT_URL="http://$payments_addr"
 		for _ in $(seq 100); do
-			curl -fsS -o /dev/null "$PAYMENT_URL/v1/stats" 2>/dev/null && break
+			curl -fsS --max-time 2 -o /dev/null "$PAYMENT_URL/v1/stats" 2>/dev/null && break
 			sleep 0.1
 		done
-		curl -fsS -o /dev/null "$PAYMENT_URL/v1/stats" || {
+		curl -fsS --max-time 2 -o /dev/null "$PAYMENT_URL/v1/stats" || {
 			echo "cluster.sh: the payment provider did not start; its log:" >&2
 			cat "$dir/payments.log" >&2
 			exit 1
 		}
 	fi
-	local targets=() port i
+	local targets=() pids=() port i
 	for ((i = 0; i < instances; i++)); do
 		port=$((base_port + i))
-		ADDR="127.0.0.1:$port" "$dir/api" >"$dir/api-$port.log" 2>&1 &
-		echo $! >>"$pids_file"
+		ADDR="127.0.0.1:$port" daemon "$dir/api-$port.log" "$dir/api"
+		pids+=("$(tail -n 1 "$pids_file")")
 		targets+=("http://127.0.0.1:$port")
 	done
 
-	for target in "${targets[@]}"; do
-		local ready=0
+	# Each instance has 60 s to answer; one that exits (a port in use, a
+	# bad setting) fails the start at once.
+	for i in "${!targets[@]}"; do
+		local target=${targets[$i]} ready=0
 		for _ in $(seq 600); do
-			if curl -fsS -o /dev/null "$target/healthz" 2>/dev/null; then
+			if curl -fsS --max-time 2 -o /dev/null "$target/healthz" 2>/dev/null; then
 				ready=1
 				break
 			fi
+			kill -0 "${pids[$i]}" 2>/dev/null || break
 			sleep 0.1
 		done
 		if ((!ready)); then
-			echo "cluster.sh: $target did not answer /healthz within 60 s; its log:" >&2
+			echo "cluster.sh: $target did not answer /healthz; its log:" >&2
 			tail -n 20 "$dir/api-${target##*:}.log" >&2 || true
 			exit 1
 		fi
@@ -122,22 +144,40 @@ start() {
 		IFS=,
 		echo "${targets[*]}"
 	)"
-	echo "cluster of $instances instances up (logs in $dir); Ctrl-C or '$0 stop' stops it" >&2
 	if [[ -n "${PAYMENT_URL:-}" ]]; then
-		echo "payments through $PAYMENT_URL (pass -payments $PAYMENT_URL to loadgen)" >&2
-		echo "-targets $joined -payments $PAYMENT_URL"
+		echo "-targets $joined -payments $PAYMENT_URL" >"$flags_file"
 	else
-		echo "-targets $joined"
+		echo "-targets $joined" >"$flags_file"
 	fi
-	# Wait for the instances; 'cluster.sh stop' ends them and so this wait.
+	trap - INT TERM EXIT
+	echo "cluster of $instances instances up (logs in $dir); '$0 stop' stops it" >&2
+	cat "$flags_file"
+}
+
+# run is start in the foreground: it waits until the instances end, and
+# Ctrl-C stops them.
+run() {
+	start
+	trap 'stop_all; exit 0' INT TERM
+	trap 'stop_all' EXIT
+	# The instances are this shell's children (setsid gave them sessions
+	# of their own, not other parents): wait ends when 'cluster.sh stop'
+	# has stopped them.
 	wait
 }
 
-case "${1:-start}" in
+case "${1:-run}" in
 start) start ;;
+run) run ;;
 stop) stop_all ;;
+flags)
+	cat "$flags_file" 2>/dev/null || {
+		echo "cluster.sh: no cluster runs (no $flags_file); run: $0 start" >&2
+		exit 1
+	}
+	;;
 *)
-	echo "usage: $0 [start|stop]" >&2
+	echo "usage: $0 [start|stop|flags|run]" >&2
 	exit 2
 	;;
 esac

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/seatlock/seatlock/internal/testenv"
 )
 
 // TestAPI drives every route of the contract end to end through run, on the
@@ -18,10 +20,10 @@ func TestAPI(t *testing.T) {
 	base := api.url
 
 	t.Run("health, readiness, metrics and the page", func(t *testing.T) {
-		if r := call(t, "GET", base+"/healthz", ""); r.status != 200 || string(r.body) != `{"status":"ok"}` {
+		if r := call(t, "GET", base+"/healthz", ""); r.status != 200 || string(r.body) != "{\"status\":\"ok\"}\n" {
 			t.Errorf("healthz: %d %s", r.status, r.body)
 		}
-		if r := call(t, "GET", base+"/readyz", ""); r.status != 200 || string(r.body) != `{"status":"ready"}` {
+		if r := call(t, "GET", base+"/readyz", ""); r.status != 200 || string(r.body) != "{\"status\":\"ready\"}\n" {
 			t.Errorf("readyz: %d %s", r.status, r.body)
 		}
 		r := call(t, "GET", base+"/", "")
@@ -248,7 +250,7 @@ func TestAPI(t *testing.T) {
 		url := base + "/v1/screenings/" + s.ID + "/bookings"
 		for i, send := range []func(token string) []string{
 			func(token string) []string { return []string{"Authorization", "Bearer " + token} },
-			func(token string) []string { return []string{"X-Booking-Token", token} },
+			func(token string) []string { return []string{"Authorization", "bearer  " + token + " "} },
 		} {
 			seatID := []string{"A1", "A2"}[i]
 			b := decode[booking](t, call(t, "POST", url, bookingBody("carol", seatID)))
@@ -400,5 +402,47 @@ func wantFields(t *testing.T, body []byte, fields ...string) {
 	slices.Sort(fields)
 	if !slices.Equal(got, fields) {
 		t.Errorf("fields %v, want %v", got, fields)
+	}
+}
+
+// TestMissingNamesNoStore asks both stores for what does not exist: the
+// 404s (and the 400 of a bad cursor) say what is missing in the domain's
+// words, the same whichever store answers. call checks that no error
+// answer of any test names an adapter.
+func TestMissingNamesNoStore(t *testing.T) {
+	stores := map[string]map[string]string{
+		"memory":   {},
+		"postgres": {"DATABASE_URL": testenv.NewDatabase(t), "REDIS_URL": testenv.RedisURL(t)},
+	}
+	const id = "6f1c9a52-0000-4000-8000-000000000000"
+	for name, env := range stores {
+		t.Run(name, func(t *testing.T) {
+			base := startAPI(t, env).url
+			for _, tc := range []struct{ method, path, want string }{
+				{"GET", "/v1/screenings/nope", `screening "nope" does not exist`},
+				{"GET", "/v1/screenings/nope/seats", `screening "nope" does not exist`},
+				{"POST", "/v1/screenings/nope/bookings", `screening "nope" does not exist`},
+				{"GET", "/v1/bookings/" + id, `booking "` + id + `" does not exist`},
+				{"GET", "/v1/bookings/nope", `booking "nope" does not exist`},
+				{"DELETE", "/v1/bookings/" + id, `booking "` + id + `" does not exist`},
+			} {
+				body := ""
+				if tc.method == "POST" {
+					body = bookingBody("alice", "A1")
+				}
+				e := wantError(t, call(t, tc.method, base+tc.path, body, "Authorization", "Bearer x"), http.StatusNotFound, "not_found")
+				if e.Error.Message != tc.want {
+					t.Errorf("%s %s: message %q, want %q", tc.method, tc.path, e.Error.Message, tc.want)
+				}
+			}
+			// A cursor that decodes to no id a screening can have, and one
+			// that decodes to an id no screening has.
+			for _, cursor := range []string{"nope", "bm9wZQ"} {
+				e := wantError(t, call(t, "GET", base+"/v1/screenings?after="+cursor, ""), http.StatusBadRequest, "invalid_request")
+				if want := "after is no cursor of this list"; e.Error.Message != want {
+					t.Errorf("cursor %s: message %q, want %q", cursor, e.Error.Message, want)
+				}
+			}
+		})
 	}
 }

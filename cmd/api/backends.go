@@ -47,7 +47,8 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics 
 	} else {
 		// Open applies the migrations under an advisory lock, so
 		// instances starting together do not race on them.
-		pg, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{})
+		storeConns, _ := poolSizes(cfg.DBMaxConns)
+		pg, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{MaxConns: storeConns})
 		if err != nil {
 			return nil, fmt.Errorf("postgres: %w", err)
 		}

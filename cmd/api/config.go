@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,15 @@ type config struct {
 	Demo         bool
 	AdminToken   string
 	PaymentURL   string // empty: the simulated payment (a wait)
+	DBMaxConns   int    // Postgres connections of this instance, all pools together
+
+	// Healthcheck asks a running server (at Addr) for /healthz instead of
+	// serving: a command, so a flag only, never an environment variable,
+	// which could turn every server of a deployment into a check.
+	Healthcheck bool
+
+	MaxScreenings int     // most screenings the store may hold
+	WriteRate     float64 // writes a second this instance accepts; 0: no bound
 
 	// The lock backends beyond Redis (see openOtherLockers).
 	LockDir          string   // file locks; default under the temp directory
@@ -82,6 +92,13 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.BoolVar(&cfg.Demo, "demo", false, "allow the unsafe choices lock=none and guard=off (env DEMO_MODE)")
 	env["demo"], hint["demo"] = "DEMO_MODE", "want true or false"
 	str(&cfg.PaymentURL, "payment-url", "PAYMENT_URL", "", "payment provider base URL (for example http://127.0.0.1:9100, see loadgen payments); empty means a simulated payment, a wait of the payment delay")
+	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", defaultDBMaxConns, "most Postgres connections this instance opens, store and postgres lock strategy together (env DB_MAX_CONNS)")
+	env["db-max-conns"], hint["db-max-conns"] = "DB_MAX_CONNS", "want a whole number"
+	fs.BoolVar(&cfg.Healthcheck, "healthcheck", false, "do not serve: GET /healthz of the server at -addr (loopback for :port), exit 0 if it answers 200, else 1; for container healthchecks")
+	fs.IntVar(&cfg.MaxScreenings, "max-screenings", reservation.DefaultMaxScreenings, "most screenings the store may hold; one more is 503 limit_reached (env MAX_SCREENINGS)")
+	env["max-screenings"], hint["max-screenings"] = "MAX_SCREENINGS", "want a whole number"
+	fs.Float64Var(&cfg.WriteRate, "write-rate", 0, "most writes (POST, DELETE) a second this instance accepts, all clients together; beyond it 429 rate_limited; 0 means no bound (env WRITE_RATE)")
+	env["write-rate"], hint["write-rate"] = "WRITE_RATE", "want a number of writes a second, such as 200 or 0.5"
 	str(&cfg.AdminToken, "admin-token", "ADMIN_TOKEN", "", "bearer token that POST /v1/screenings requires; empty means none")
 	str(&cfg.LockDir, "lock-dir", "LOCK_DIR", filepath.Join(os.TempDir(), "seatlock-locks"), "directory of the file strategy's lock files (one host only)")
 	str(&redlockURLs, "redlock-urls", "REDLOCK_URLS", "", "comma-separated Redis URLs of independent servers for the redlock strategy; empty means no redlock")
@@ -104,6 +121,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
+		if env[f.Name] == "" {
+			return // a command, not a setting
+		}
 		v := getenv(env[f.Name])
 		if err != nil || given[f.Name] || v == "" {
 			return
@@ -149,6 +169,19 @@ func (c config) validate() error {
 		if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
 			return errors.New("DATABASE_URL is not a valid Postgres URL (postgres://user:password@host:port/database)")
 		}
+		// Two settings of one budget would disagree sooner or later.
+		if strings.Contains(c.DatabaseURL, "pool_max_conns") {
+			return errors.New("DATABASE_URL sets pool_max_conns; set DB_MAX_CONNS instead, the budget of all of an instance's pools")
+		}
+	}
+	if c.MaxScreenings < 1 {
+		return fmt.Errorf("MAX_SCREENINGS %d must be at least 1", c.MaxScreenings)
+	}
+	if c.WriteRate < 0 || math.IsNaN(c.WriteRate) || math.IsInf(c.WriteRate, 0) {
+		return fmt.Errorf("WRITE_RATE %v must be a number of writes a second, 0 for no bound", c.WriteRate)
+	}
+	if c.DBMaxConns < minDBMaxConns || c.DBMaxConns > maxDBMaxConns {
+		return fmt.Errorf("DB_MAX_CONNS %d must be from %d to %d", c.DBMaxConns, minDBMaxConns, maxDBMaxConns)
 	}
 	if c.RedisURL != "" {
 		client, err := newRedisClient(c.RedisURL)
@@ -186,6 +219,35 @@ func (c config) validate() error {
 		return fmt.Errorf("PAYMENT_DELAY %v must be from 0 to %v", c.PaymentDelay, reservation.MaxPaymentDelay)
 	}
 	return nil
+}
+
+// The Postgres connection budget of one instance (DB_MAX_CONNS). Postgres
+// allows 100 connections by default (max_connections), and every
+// connection costs the server a process: three instances of the default
+// use 48 at most, which leaves the test suites (27 at their peak, sampled
+// every second during whole runs), psql and an operator plenty. The store's share of
+// it is what a busy instance needs: 12 where 8 did 0.66-0.79x the
+// bookings of 16 (docs/backends.md). Raise it (and the server's max_connections) for a busier
+// deployment: the arithmetic is instances x DB_MAX_CONNS plus what else
+// connects, below max_connections.
+const (
+	defaultDBMaxConns = 16
+	minDBMaxConns     = 2 // one connection for each pool
+	maxDBMaxConns     = 1000
+)
+
+// poolSizes splits the budget between the store's pool and the postgres
+// lock strategy's. They cannot be one pool: a session advisory lock keeps
+// its connection while it is held and while it is waited for, and its
+// holder then needs the store to read and write the seats; in one pool,
+// holders and waiters could take every connection and the holders would
+// wait for one for ever (until the lock wait ran out for the waiters). So
+// the lock pool gets a quarter, at least one, and holders always reach the
+// store. Neither pool opens a connection before it is needed: an instance
+// whose screenings use no postgres lock uses none of the lock pool's.
+func poolSizes(budget int) (store, lock int32) {
+	lock = int32(max(1, budget/4))
+	return int32(budget) - lock, lock
 }
 
 // splitList splits a comma-separated setting, dropping blanks.

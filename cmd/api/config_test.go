@@ -18,7 +18,8 @@ func TestParseConfig(t *testing.T) {
 	defaults := config{
 		Addr: ":8080", Lock: reservation.LockKeyedRedis, Guard: reservation.GuardFence,
 		LockTTL: 10 * time.Second, LockWait: 5 * time.Second,
-		LockDir: filepath.Join(os.TempDir(), "seatlock-locks"),
+		LockDir: filepath.Join(os.TempDir(), "seatlock-locks"), DBMaxConns: 16,
+		MaxScreenings: reservation.DefaultMaxScreenings,
 	}
 	for _, tc := range []struct {
 		name string
@@ -32,13 +33,15 @@ func TestParseConfig(t *testing.T) {
 			"LOCK_STRATEGY": "none", "WRITE_GUARD": "off", "LOCK_TTL": "2s", "LOCK_WAIT": "250ms",
 			"PAYMENT_DELAY": "1.5s", "DEMO_MODE": "true", "ADMIN_TOKEN": "t", "LOCK_DIR": "/tmp/l",
 			"REDLOCK_URLS": "redis://a:1/0, redis://b:1/0,redis://c:1/0", "ZOOKEEPER_SERVERS": "z1:2181,z2:2181",
-			"PAYMENT_URL": "http://127.0.0.1:9100",
+			"PAYMENT_URL": "http://127.0.0.1:9100", "DB_MAX_CONNS": "30",
+			"MAX_SCREENINGS": "50", "WRITE_RATE": "2.5",
 		}, func(c *config) {
 			*c = config{Addr: "127.0.0.1:9000", DatabaseURL: "postgres://u@db/x", RedisURL: "redis://r:6379/1",
 				Lock: reservation.LockNone, Guard: reservation.GuardOff, LockTTL: 2 * time.Second, LockWait: 250 * time.Millisecond,
 				PaymentDelay: 1500 * time.Millisecond, Demo: true, AdminToken: "t", LockDir: "/tmp/l",
 				RedlockURLs: []string{"redis://a:1/0", "redis://b:1/0", "redis://c:1/0"}, ZooKeeperServers: []string{"z1:2181", "z2:2181"},
-				PaymentURL: "http://127.0.0.1:9100"}
+				PaymentURL: "http://127.0.0.1:9100", DBMaxConns: 30,
+				MaxScreenings: 50, WriteRate: 2.5}
 		}},
 		{"sentinel-managed Redis", nil, map[string]string{
 			"REDIS_URL": "redis+sentinel://s1:26379/0?master_name=seatlock&addr=s2:26379",
@@ -96,6 +99,14 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad database URL", nil, map[string]string{"DATABASE_URL": "postgres://u:pw@host:notaport/db"}, "DATABASE_URL"},
 		{"bad redis URL", []string{"-redis-url", "http://r:6379"}, nil, "REDIS_URL"},
 		{"sentinel URL without master", nil, map[string]string{"REDIS_URL": "redis+sentinel://s:26379/0"}, "REDIS_URL"},
+		{"connection budget below two", nil, map[string]string{"DB_MAX_CONNS": "1"}, "DB_MAX_CONNS"},
+		{"connection budget not a number", []string{"-db-max-conns", "many"}, nil, "db-max-conns"},
+		{"pool size in the URL", nil, map[string]string{"DATABASE_URL": "postgres://u:pw@db/x?pool_max_conns=50"}, "DB_MAX_CONNS"},
+		{"no screenings allowed", []string{"-max-screenings", "0"}, nil, "MAX_SCREENINGS"},
+		{"screenings not a number", nil, map[string]string{"MAX_SCREENINGS": "lots"}, "MAX_SCREENINGS"},
+		{"negative write rate", nil, map[string]string{"WRITE_RATE": "-1"}, "WRITE_RATE"},
+		{"write rate not a number", nil, map[string]string{"WRITE_RATE": "NaN"}, "WRITE_RATE"},
+		{"infinite write rate", []string{"-write-rate", "+Inf"}, nil, "WRITE_RATE"},
 		{"unknown flag", []string{"-nope"}, nil, "nope"},
 		{"positional argument", []string{"serve"}, nil, "serve"},
 	} {
@@ -115,43 +126,70 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 }
 
+// mainCase is a run of main in a child process: its flags and environment,
+// and the exit status and the text on stderr it should end with.
+type mainCase struct {
+	name   string
+	args   string
+	env    []string
+	status int
+	want   string
+}
+
+// runMain runs main in a child process (see TestMain) with the flags in
+// args and the environment env, and returns its exit status and output.
+func runMain(t *testing.T, args string, env ...string) (status int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append([]string{"SEATLOCK_TEST_MAIN=1", "SEATLOCK_TEST_ARGS=" + args, "PATH=" + os.Getenv("PATH")}, env...)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		status = exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return status, out.String(), errOut.String()
+}
+
 // TestExitStatus runs main in a child process and checks its exit status
 // and its one-line message.
 func TestExitStatus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
-	for _, tc := range []struct {
-		name   string
-		args   string
-		env    []string
-		status int
-		want   string
-	}{
+	for _, tc := range []mainCase{
 		{"bad duration", "-lock-ttl 10", nil, 2, "api: invalid value"},
 		{"bad strategy", "", []string{"LOCK_STRATEGY=mutex"}, 2, `api: LOCK_STRATEGY "mutex" is unknown`},
 		{"cannot listen", "-addr 127.0.0.1:99999", nil, 1, "api: "},
 		{"help", "-h", nil, 0, "Usage: api"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append([]string{"SEATLOCK_TEST_MAIN=1", "SEATLOCK_TEST_ARGS=" + tc.args, "PATH=" + os.Getenv("PATH")}, tc.env...)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			err := cmd.Run()
-			status := 0
-			var exit *exec.ExitError
-			if errors.As(err, &exit) {
-				status = exit.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
+			status, _, stderr := runMain(t, tc.args, tc.env...)
+			if status != tc.status || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit status %d, stderr %q; want %d and %q", status, stderr, tc.status, tc.want)
 			}
-			if status != tc.status || !strings.Contains(stderr.String(), tc.want) {
-				t.Errorf("exit status %d, stderr %q; want %d and %q", status, stderr.String(), tc.status, tc.want)
-			}
-			if tc.status == 2 && strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 {
-				t.Errorf("a configuration error takes one line, got %q", stderr.String())
+			if tc.status == 2 && strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+				t.Errorf("a configuration error takes one line, got %q", stderr)
 			}
 		})
+	}
+}
+
+// The budget is split so that the lock pool always has a connection and
+// never takes the store's: holders of postgres locks must reach the store.
+func TestPoolSizes(t *testing.T) {
+	for _, tc := range []struct {
+		budget      int
+		store, lock int32
+	}{
+		{2, 1, 1}, {3, 2, 1}, {16, 12, 4}, {24, 18, 6}, {30, 23, 7},
+	} {
+		store, lock := poolSizes(tc.budget)
+		if store != tc.store || lock != tc.lock {
+			t.Errorf("poolSizes(%d) = %d, %d; want %d, %d", tc.budget, store, lock, tc.store, tc.lock)
+		}
 	}
 }

@@ -103,6 +103,9 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
+	if cfg.Healthcheck {
+		return healthcheck(ctx, cfg.Addr, stdout)
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -133,6 +136,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		Registry:   reg,
 		AdminToken: cfg.AdminToken,
 		Events:     hub,
+		WriteRate:  cfg.WriteRate,
 	}), logger)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -164,6 +168,7 @@ func newService(ctx context.Context, cfg config, b *backends, events reservation
 		DefaultPaymentDelay: cfg.PaymentDelay,
 		LockWait:            cfg.LockWait,
 		Demo:                cfg.Demo,
+		MaxScreenings:       cfg.MaxScreenings,
 		LockHealth:          b.lockHealth,
 		Logger:              logger,
 	})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -18,13 +20,15 @@ import (
 
 // TestMain lets a test run main itself in a child process, to see real
 // exit statuses: the child is this test binary with SEATLOCK_TEST_MAIN=1.
+// Otherwise it runs the tests, and says at the end when integration tests
+// were skipped.
 func TestMain(m *testing.M) {
 	if os.Getenv("SEATLOCK_TEST_MAIN") == "1" {
 		os.Args = append([]string{"api"}, strings.Fields(os.Getenv("SEATLOCK_TEST_ARGS"))...)
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(testenv.Run(m))
 }
 
 // instance is one run of the API inside the test process, on a port the
@@ -139,8 +143,23 @@ func call(t testing.TB, method, url, body string, headers ...string) response {
 	}
 	answer := response{status: res.StatusCode, header: res.Header, body: b}
 	checkOpenAPI(t, req, answer)
+	// Every JSON answer is a line, so that it reads well after curl and
+	// in line-oriented tools; every "not now" says when to come back.
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") && !bytes.HasSuffix(b, []byte("\n")) {
+		t.Errorf("%s %s: JSON answer %d does not end with a newline: %.200q", method, url, res.StatusCode, b)
+	}
+	// Messages are the domain's words: none names an adapter.
+	if res.StatusCode >= 400 && adapterName.Match(b) {
+		t.Errorf("%s %s: answer %d names an adapter: %.300s", method, url, res.StatusCode, b)
+	}
+	if (res.StatusCode == http.StatusServiceUnavailable || res.StatusCode == http.StatusTooManyRequests) && res.Header.Get("Retry-After") == "" {
+		t.Errorf("%s %s: answer %d without Retry-After", method, url, res.StatusCode)
+	}
 	return answer
 }
+
+// adapterName matches the prefix with which an adapter's errors name it.
+var adapterName = regexp.MustCompile(`\b(memory|postgres|pgx|pglock|pgconn|redis|miniredis|redlock|zklock|flock|distlock):`)
 
 // decode unmarshals an answer's JSON body into a T.
 func decode[T any](t testing.TB, r response) T {

@@ -154,13 +154,6 @@ func (lb *lockBackends) redis() reservation.SeatLocker {
 	return lb.redisLayer
 }
 
-// lockPoolSize is the connection pool of the postgres strategy. A session
-// advisory lock occupies its connection while it is held and while it is
-// waited for, so the pool bounds how many bookings of that strategy one
-// instance runs at once; three instances of it and of the store's pool stay
-// below Postgres's default max_connections of 100.
-const lockPoolSize = 16
-
 // postgres builds the postgres strategy's session locks on a pool of their
 // own, so that held locks never starve the store of connections.
 func (lb *lockBackends) postgres(ctx context.Context) (reservation.SeatLocker, error) {
@@ -168,9 +161,11 @@ func (lb *lockBackends) postgres(ctx context.Context) (reservation.SeatLocker, e
 	if err != nil {
 		return nil, err
 	}
-	if !strings.Contains(lb.cfg.DatabaseURL, "pool_max_conns") {
-		pcfg.MaxConns = lockPoolSize
-	}
+	// A session advisory lock occupies its connection while it is held
+	// and while it is waited for, so this pool bounds how many bookings of
+	// the strategy one instance runs at once; see poolSizes for why it is
+	// a pool of its own.
+	_, pcfg.MaxConns = poolSizes(lb.cfg.DBMaxConns)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres lock pool: %w", err)

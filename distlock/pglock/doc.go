@@ -26,7 +26,12 @@
 // connection instead would cost a new connection (TCP, authentication) per
 // lock and take it out of the pool's MaxConns bound. The price of Acquire is
 // that held and waiting locks use up the pool: give the Locker a pool of its
-// own, sized for them, never the store's. A connection goes back to the pool
+// own, sized for them, never the store's: a holder that needs the store
+// after locking would otherwise wait for a connection that only holders
+// and waiters have, and they wait for it. When a deadline passes while
+// every connection is lent out, Obtain says so with ErrPoolExhausted (an
+// overload, worth a "try later"), not ErrNotAcquired (a held key). A
+// connection goes back to the pool
 // only when the unlock answered cleanly; in every doubt it is closed, which
 // frees whatever its session held, so no pooled connection ever carries a
 // lock to its next user. Session locks need a real session: not through

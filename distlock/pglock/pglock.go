@@ -81,6 +81,14 @@ WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted AND objsubid 
   AND ((classid::bigint << 32) | objid::bigint) = ANY($1::bigint[])`
 )
 
+// ErrPoolExhausted is returned by Obtain and TryObtain when the context's
+// deadline passed while every connection of the pool was lent to other
+// locks, held or waiting: the lock service is overloaded, and no key was
+// even tried. It is deliberately not distlock.ErrNotAcquired, which means
+// that a key is held by someone else, and it wraps no context error, so that
+// a caller that maps a deadline to "busy" does not take it for one.
+var ErrPoolExhausted = errors.New("pglock: no pool connection came free before the deadline")
+
 // cancelGrace is how long a wait that its context ended gives the server
 // to act on the cancel request, before the connection is cut instead.
 const cancelGrace = 2 * time.Second
@@ -182,9 +190,10 @@ func keyID(namespace, key string) int64 {
 //
 // When ctx ends first, a cancel request stops the wait on the server, the
 // connection is closed (which frees what it took) and the error is
-// errors.Join(distlock.ErrNotAcquired, ctx.Err()). An error from Postgres
-// (it cannot be reached, the fence table cannot be created) is returned
-// wrapped, and is not ErrNotAcquired.
+// errors.Join(distlock.ErrNotAcquired, ctx.Err()); but when ctx's deadline
+// passed before the pool lent a connection, it is ErrPoolExhausted. An
+// error from Postgres (it cannot be reached, the fence table cannot be
+// created) is returned wrapped, and is not ErrNotAcquired.
 func (l *Locker) Obtain(ctx context.Context, keys ...string) (distlock.Lock, error) {
 	ks, err := l.keySet(keys)
 	if err != nil {
@@ -262,8 +271,9 @@ func (l *Locker) TryObtain(ctx context.Context, keys ...string) (distlock.Lock, 
 }
 
 // begin makes sure the fence table exists and takes a connection from the
-// pool for one lock. Waiting for a free connection counts as waiting for
-// the lock.
+// pool for one lock. Waiting for a free connection takes from the caller's
+// wait, but running out of it there is ErrPoolExhausted, not
+// ErrNotAcquired: no key was tried.
 func (l *Locker) begin(ctx context.Context) (*pgxpool.Conn, error) {
 	if !l.tableReady.Load() {
 		err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
@@ -284,13 +294,20 @@ func (l *Locker) begin(ctx context.Context) (*pgxpool.Conn, error) {
 		l.tableReady.Store(true)
 	}
 	conn, err := l.pool.Acquire(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, errors.Join(distlock.ErrNotAcquired, ctx.Err())
-		}
+	switch {
+	case err == nil:
+		return conn, nil
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		// The wait ran out before a connection did: every one of the
+		// pool's is held, or waited with, by other locks. That is an
+		// overloaded lock service, not a busy key, and the caller must be
+		// able to tell: it answers "try later", not "someone has it".
+		return nil, fmt.Errorf("%w: all %d connections hold or wait for other locks", ErrPoolExhausted, l.pool.Config().MaxConns)
+	case ctx.Err() != nil:
+		return nil, errors.Join(distlock.ErrNotAcquired, ctx.Err())
+	default:
 		return nil, fmt.Errorf("pglock: connect: %w", err)
 	}
-	return conn, nil
 }
 
 // queueLease queues the statement that sets the session's lease, if any.

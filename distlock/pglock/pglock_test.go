@@ -248,6 +248,38 @@ func TestBackendDownIsNotErrNotAcquired(t *testing.T) {
 	}
 }
 
+// TestPoolExhaustedIsNotABusyKey: with the pool's only connection lent
+// to a held lock, obtaining another, free key runs out of its deadline
+// waiting for a connection. That must read as an overload
+// (ErrPoolExhausted), not as a held key (ErrNotAcquired) nor as a plain
+// deadline, which callers turn into "someone else has the seat". A
+// cancelled (not expired) wait stays ErrNotAcquired: the caller gave up.
+func TestPoolExhaustedIsNotABusyKey(t *testing.T) {
+	locker := pglock.New(newPool(t, testenv.NewDatabase(t), 1), pglock.Options{})
+	held, err := locker.Obtain(t.Context(), "{x}:A1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(context.Background())
+
+	for name, obtain := range map[string]func(context.Context, ...string) (distlock.Lock, error){
+		"Obtain": locker.Obtain, "TryObtain": locker.TryObtain,
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		_, err = obtain(ctx, "{x}:B1")
+		cancel()
+		if !errors.Is(err, pglock.ErrPoolExhausted) || errors.Is(err, distlock.ErrNotAcquired) || errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s of a free key with the pool used up = %v, want ErrPoolExhausted alone", name, err)
+		}
+	}
+
+	cctx, stop := context.WithCancel(t.Context())
+	time.AfterFunc(50*time.Millisecond, stop)
+	if _, err := locker.Obtain(cctx, "{x}:B1"); !errors.Is(err, distlock.ErrNotAcquired) {
+		t.Errorf("Obtain cancelled while waiting for a connection = %v, want ErrNotAcquired", err)
+	}
+}
+
 // beginTx begins a transaction that is rolled back when t ends, unless it
 // was committed or rolled back before.
 func beginTx(t *testing.T, pool *pgxpool.Pool) pgx.Tx {

@@ -7,15 +7,24 @@
 // engine answers. When none is available the test is skipped with a message
 // that says how to run it, unless REQUIRE_INTEGRATION=1, which turns the skip
 // into a failure (CI sets it).
+//
+// A skip is easy to miss: go test shows a package whose tests all skipped
+// as "ok". So packages with integration tests run them through Run, which
+// ends with one line that says how many were skipped and how to run them:
+//
+//	func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
 package testenv
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,6 +127,10 @@ func firstEnv(names ...string) string {
 	return ""
 }
 
+// skipped counts the tests of this test binary that unavailable skipped,
+// for Run's last line. Tests run in parallel, so it is atomic.
+var skipped atomic.Int64
+
 // unavailable skips t, or fails it when REQUIRE_INTEGRATION=1.
 func unavailable(t testing.TB, what, example string, err error) {
 	t.Helper()
@@ -125,7 +138,32 @@ func unavailable(t testing.TB, what, example string, err error) {
 	if os.Getenv("REQUIRE_INTEGRATION") == "1" {
 		t.Fatal(msg)
 	}
+	skipped.Add(1)
 	t.Skip(msg)
+}
+
+// howToRun is the command that runs the integration tests against local
+// servers.
+const howToRun = "TEST_REDIS_URL=redis://127.0.0.1:6379/0 TEST_DATABASE_URL='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' REQUIRE_INTEGRATION=1 go test ./..."
+
+// Run runs the tests of m and returns the exit code for os.Exit. When some
+// were skipped for want of Redis or Postgres, it ends with one line that
+// says how many and how to run them. go test hides the output of a package
+// that passed (it prints only "ok"), so the line goes to the terminal
+// (/dev/tty) when there is one, where the reader sees it after all; else to
+// stderr, where -v and failures show it.
+func Run(m *testing.M) int {
+	code := m.Run()
+	if n := skipped.Load(); n > 0 {
+		out := io.Writer(os.Stderr)
+		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+			defer tty.Close()
+			out = tty
+		}
+		pkg := strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
+		fmt.Fprintf(out, "%s: %d integration tests skipped (no Redis or Postgres); run them with: %s\n", pkg, n, howToRun)
+	}
+	return code
 }
 
 func startRedis() (string, error) {

@@ -83,6 +83,16 @@ func (s *Store) CreateScreening(ctx context.Context, sc reservation.Screening) e
 	return nil
 }
 
+// CountScreenings returns how many screenings the store holds.
+func (s *Store) CountScreenings(ctx context.Context) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.screenings), nil
+}
+
 // Screening returns the screening with the id, or reservation.ErrNotFound.
 func (s *Store) Screening(ctx context.Context, id string) (reservation.Screening, error) {
 	if err := ctx.Err(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,35 +35,54 @@ const rollbackTimeout = 5 * time.Second
 // so that the two Postgres strategies exclude each other on a seat.
 //
 // The cost is one pool connection and one open transaction per booking
-// for its whole critical section, payment delay included: the pool size
-// bounds how many such bookings run at once.
+// for its whole critical section, payment delay included. So that such
+// bookings never take every connection and leave the store's other work
+// waiting for as long as a payment takes, they may hold only all but a
+// quarter of the pool at once (txSlotCount).
 func (s *Store) XactLocker() reservation.SeatLocker { return xactLocker{s} }
 
 type xactLocker struct{ s *Store }
 
 var _ reservation.SeatLocker = xactLocker{}
 
-// LockSeats begins a transaction and takes the seats' locks in it, waiting
-// as long as ctx allows: waiting for a connection is part of it, since a
-// full pool is bookings in their critical sections. The wait is bounded
-// twice: by ctx, which ends it with a cancel request, and by lock_timeout
-// on the server, set to ctx's deadline in case the cancel request is lost
-// (its error is 55P03, lock_not_available). When the wait ends, the error
-// wraps context.DeadlineExceeded (or ctx's error) and
-// reservation.ErrSeatBusy; when the database cannot be reached, it wraps
-// reservation.ErrUnavailable. On failure nothing is left open.
+// LockSeats takes a slot for a booking in a transaction, begins the
+// transaction and takes the seats' locks in it, waiting as long as ctx
+// allows. The wait is bounded twice: by ctx, which ends it with a cancel
+// request, and by lock_timeout on the server, set to ctx's deadline in case
+// the cancel request is lost (its error is 55P03, lock_not_available).
+// When the wait for a lock ends, the error wraps context.DeadlineExceeded
+// (or ctx's error) and reservation.ErrSeatBusy. A slot or a connection
+// that did not come free within the wait is an overloaded database, not a
+// busy seat (no seat was even tried): the error wraps
+// reservation.ErrUnavailable, as it does when the database cannot be
+// reached. On failure nothing is left open.
 func (l xactLocker) LockSeats(ctx context.Context, screeningID string, seats []string) (reservation.SeatLease, error) {
 	busy := func(what string, cause error) error {
 		return fmt.Errorf("postgres: lock seats: %s within the lock wait: %w (%w)", what, reservation.ErrSeatBusy, cause)
 	}
+	exhausted := func(what string) error {
+		return fmt.Errorf("postgres: lock seats: %s within the lock wait: %w (%w)", what, reservation.ErrUnavailable, ctx.Err())
+	}
+	select {
+	case l.s.txSlots <- struct{}{}:
+	case <-ctx.Done():
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("postgres: lock seats: %w", ctx.Err())
+		}
+		return nil, exhausted(fmt.Sprintf("none of the %d connections for bookings in a transaction came free", cap(l.s.txSlots)))
+	}
 	tx, err := l.s.pool.Begin(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, busy("no connection came free", ctx.Err())
+		<-l.s.txSlots
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return nil, exhausted("no pool connection came free")
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("postgres: lock seats: %w", ctx.Err())
 		}
 		return nil, translate("lock seats", err)
 	}
-	locked := &lockedTx{tx: tx, screeningID: screeningID, seats: slices.Clone(seats)}
+	locked := &lockedTx{tx: tx, screeningID: screeningID, seats: slices.Clone(seats), slots: l.s.txSlots}
 	ok := false
 	defer func() {
 		if !ok {
@@ -107,7 +127,15 @@ type lockedTx struct {
 	tx          pgx.Tx
 	screeningID string
 	seats       []string // sorted, as locked
+
+	// slots is the store's txSlots, one of which this transaction holds
+	// until it ends; freed (once) makes sure it is given back once.
+	slots chan struct{}
+	freed sync.Once
 }
+
+// free gives the transaction's slot back, once it has ended.
+func (t *lockedTx) free() { t.freed.Do(func() { <-t.slots }) }
 
 var _ reservation.TxLease = (*lockedTx)(nil)
 
@@ -124,7 +152,9 @@ func (*lockedTx) Lost() <-chan struct{} { return nil }
 func (t *lockedTx) Release(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
-	if err := t.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+	err := t.tx.Rollback(ctx)
+	t.free()
+	if err != nil && !errors.Is(err, pgx.ErrTxClosed) {
 		return translate("release seat locks", err)
 	}
 	return nil
@@ -157,7 +187,9 @@ func (t *lockedTx) book(ctx context.Context, w reservation.Write) error {
 	if err := book(ctx, t.tx, w); err != nil {
 		return err
 	}
-	return translate("book locked", t.tx.Commit(ctx))
+	err := t.tx.Commit(ctx)
+	t.free()
+	return translate("book locked", err)
 }
 
 func (t *lockedTx) TakenSeats(ctx context.Context, screeningID string, seats []string) ([]string, error) {

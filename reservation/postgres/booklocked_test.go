@@ -19,6 +19,13 @@ import (
 
 // xactService returns a Service in demo mode over its own store on url, as
 // one API instance would be; several on one url are several instances.
+// lockWait is the context of a lock wait of d, ended with the test.
+func lockWait(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func xactService(t *testing.T, url string, lockWait time.Duration) (*reservation.Service, *postgres.Store) {
 	t.Helper()
 	store := open(t, url)
@@ -182,7 +189,8 @@ func bookPair(ctx context.Context, store *postgres.Store, screeningID string, se
 // critical section that waits) and books it from another instance with a
 // short lock wait: the answer is ErrSeatBusy, for the store and the
 // service alike. With a pool of one connection, a booking of another seat
-// is busy too: its connection is the first thing it waits for.
+// waits for a connection instead, and when none comes free within the wait
+// it is ErrUnavailable: an exhausted pool, not a busy seat.
 func TestXactLockWaitIsSeatBusy(t *testing.T) {
 	url := testenv.NewDatabase(t)
 	ctx := t.Context()
@@ -200,12 +208,7 @@ func TestXactLockWaitIsSeatBusy(t *testing.T) {
 	t.Cleanup(holder.Close)
 	sc := xactScreening(t, svc, reservation.GuardFence, 0)
 
-	lockWait := func(d time.Duration) context.Context {
-		ctx, cancel := context.WithTimeout(ctx, d)
-		t.Cleanup(cancel)
-		return ctx
-	}
-	held, err := holder.XactLocker().LockSeats(lockWait(time.Second), sc.ID, []string{"A1", "A2"})
+	held, err := holder.XactLocker().LockSeats(lockWait(t, time.Second), sc.ID, []string{"A1", "A2"})
 	if err != nil {
 		t.Fatalf("holder: %v", err)
 	}
@@ -214,9 +217,9 @@ func TestXactLockWaitIsSeatBusy(t *testing.T) {
 	if !errors.Is(err, reservation.ErrSeatBusy) {
 		t.Errorf("Book of a locked seat: %v, want ErrSeatBusy", err)
 	}
-	other, err := holder.XactLocker().LockSeats(lockWait(50*time.Millisecond), sc.ID, []string{"B1"})
-	if !errors.Is(err, reservation.ErrSeatBusy) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("LockSeats with the pool's only connection in use: %v, want ErrSeatBusy and DeadlineExceeded", err)
+	other, err := holder.XactLocker().LockSeats(lockWait(t, 50*time.Millisecond), sc.ID, []string{"B1"})
+	if !errors.Is(err, reservation.ErrUnavailable) || errors.Is(err, reservation.ErrSeatBusy) {
+		t.Errorf("LockSeats with the pool's only connection in use: %v, want ErrUnavailable", err)
 	}
 	if other != nil {
 		t.Error("LockSeats without a connection returned a lease")
@@ -373,5 +376,53 @@ func TestXactOneConnectionPerBooking(t *testing.T) {
 	req.IdempotencyKey = ""
 	if _, err := svc.Book(ctx, req); !errors.Is(err, reservation.ErrSeatTaken) {
 		t.Fatalf("a second booking of the seats: %v, want ErrSeatTaken", err)
+	}
+}
+
+// TestXactBookingsLeaveConnections: bookings in a transaction hold their
+// connection for the whole critical section, payment included, so they
+// may take only some of the pool. With two connections, one booking in
+// its critical section is as many as may run: a second one, of a free
+// seat, answers ErrUnavailable once its lock wait is over (not
+// ErrSeatBusy: no seat was busy), and meanwhile the store's other work
+// still gets the connection kept for it at once.
+func TestXactBookingsLeaveConnections(t *testing.T) {
+	url := testenv.NewDatabase(t)
+	ctx := t.Context()
+	svc, _ := xactService(t, url, time.Second) // migrates
+	sc := xactScreening(t, svc, reservation.GuardFence, 0)
+	store, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+
+	held, err := store.XactLocker().LockSeats(lockWait(t, time.Second), sc.ID, []string{"A1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := store.XactLocker().LockSeats(lockWait(t, 100*time.Millisecond), sc.ID, []string{"B1"})
+	if !errors.Is(err, reservation.ErrUnavailable) || errors.Is(err, reservation.ErrSeatBusy) {
+		t.Errorf("a second booking in a transaction: %v, want ErrUnavailable", err)
+	}
+	if other != nil {
+		t.Error("a second booking in a transaction ran with the pool's last connection")
+		_ = other.Release(ctx)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := store.TakenSeats(rctx, sc.ID, []string{"B1"}); err != nil {
+		t.Errorf("a read while a booking holds its transaction: %v", err)
+	}
+
+	if err := held.Release(ctx); err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	again, err := store.XactLocker().LockSeats(lockWait(t, time.Second), sc.ID, []string{"B1"})
+	if err != nil {
+		t.Fatalf("a booking in a transaction once the first ended: %v", err)
+	}
+	if err := again.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

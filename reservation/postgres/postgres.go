@@ -21,6 +21,21 @@ var _ reservation.Store = (*Store)(nil)
 // (or New over a pool of your own); it is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
+
+	// txSlots bounds the bookings in a transaction (XactLocker) at once:
+	// each holds a connection for its whole critical section, payment
+	// included, so without a bound they could take every connection and
+	// leave every other request of the store waiting for as long as a
+	// payment takes. A booking takes a slot by sending into it.
+	txSlots chan struct{}
+}
+
+// txSlotCount is how many of a pool's connections bookings in a
+// transaction may hold at once: all but a quarter (at least one, if the
+// pool has two), which stay for the reads and writes of everything else.
+func txSlotCount(maxConns int32) int {
+	reserve := min(maxConns-1, max(1, maxConns/4))
+	return int(max(1, maxConns-reserve))
 }
 
 // Options configure Open. The zero value works.
@@ -36,9 +51,12 @@ type Options struct {
 // connection only briefly, but it takes one twice (the taken seats, then
 // the write's transaction of three round trips), and with tens of bookings
 // in flight four connections become the queue every booking waits in
-// (measured in docs/benchmarks-loadgen.md). Three instances of this size
-// stay well below Postgres's default max_connections of 100.
-const DefaultMaxConns = 16
+// (measured in docs/benchmarks-loadgen.md). It is small so that many
+// stores (the test suites running side by side) fit in Postgres's default
+// max_connections of 100; a busy instance wants more (docs/backends.md:
+// with 64 clients, 8 did 0.66-0.79x the bookings of 16), and cmd/api sizes
+// its pools from DB_MAX_CONNS, 12 for the store by default.
+const DefaultMaxConns = 8
 
 // Open connects to the database at databaseURL with a pool, applies the
 // migrations it lacks (see Migrate), and returns the store. It returns an
@@ -73,7 +91,7 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*Store, error)
 // New returns a store over a pool whose database is migrated already. The
 // store owns the pool from then on: Close closes it.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool}
+	return &Store{pool: pool, txSlots: make(chan struct{}, txSlotCount(pool.Config().MaxConns))}
 }
 
 // Close closes the pool, waiting for the connections in use to be given
@@ -101,6 +119,13 @@ func (s *Store) CreateScreening(ctx context.Context, sc reservation.Screening) e
 const selectScreenings = `
 SELECT id, movie, starts_at, row_count, seats_per_row, lock_strategy, write_guard, payment_delay
 FROM screenings`
+
+// CountScreenings returns how many screenings the store holds.
+func (s *Store) CountScreenings(ctx context.Context) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM screenings`).Scan(&n)
+	return n, translate("count screenings", err)
+}
 
 // Screening returns the screening with the id, or reservation.ErrNotFound.
 func (s *Store) Screening(ctx context.Context, id string) (reservation.Screening, error) {

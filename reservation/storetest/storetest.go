@@ -126,6 +126,27 @@ func testScreenings(t *testing.T, newStore func(t *testing.T) reservation.Store)
 		}
 	})
 
+	t.Run("count follows creations, not refusals", func(t *testing.T) {
+		store, ctx := newStore(t), t.Context()
+		count := func() int {
+			t.Helper()
+			n, err := store.CountScreenings(ctx)
+			if err != nil {
+				t.Fatalf("CountScreenings: %v", err)
+			}
+			return n
+		}
+		before := count()
+		sc := newScreening(t, store)
+		newScreening(t, store)
+		if err := store.CreateScreening(ctx, sc); !errors.Is(err, reservation.ErrConflict) {
+			t.Fatalf("CreateScreening with a taken id: %v, want ErrConflict", err)
+		}
+		if got := count(); got != before+2 {
+			t.Fatalf("CountScreenings = %d after two creations and a conflict, want %d", got, before+2)
+		}
+	})
+
 	t.Run("unknown id is not found", func(t *testing.T) {
 		store := newStore(t)
 		if _, err := store.Screening(t.Context(), "no-such-"+uuid.NewString()); !errors.Is(err, reservation.ErrNotFound) {

@@ -15,8 +15,9 @@ curl -s -X POST "$API/v1/screenings/demo/bookings" -H 'Idempotency-Key: k-42' -d
 curl -s -X POST "$API/v1/screenings/demo/bookings" -H 'Idempotency-Key: k-42' -d '{"seats":["D4"],"customer":"carol"}' | jq -r .id | tee "$LAB_DIR/second.txt" # lab
 [ -n "$(cat "$LAB_DIR/first.txt")" ] && [ "$(cat "$LAB_DIR/first.txt")" != null ] || { echo "FAIL: no booking id" >&2; exit 1; }
 cmp "$LAB_DIR/first.txt" "$LAB_DIR/second.txt" && echo "ok: the retry returned the same booking"
-curl -s -w ' %{http_code}\n' -X POST "$API/v1/screenings/demo/bookings" -H 'Idempotency-Key: k-42' -d '{"seats":["D5"],"customer":"carol"}' | tee "$LAB_DIR/mismatch.txt" # lab
-lab_expect "$LAB_DIR/mismatch.txt" '"code":"idempotency_mismatch".* 422$' "same key, other body: 422"
+curl -s -w '%{http_code}\n' -X POST "$API/v1/screenings/demo/bookings" -H 'Idempotency-Key: k-42' -d '{"seats":["D5"],"customer":"carol"}' | tee "$LAB_DIR/mismatch.txt" # lab
+lab_expect "$LAB_DIR/mismatch.txt" '"code":"idempotency_mismatch"' "same key, other body: idempotency_mismatch"
+lab_expect "$LAB_DIR/mismatch.txt" '^422$' "same key, other body: 422"
 curl -s "$API/v1/screenings/demo/seats" | jq -c '[.seats[] | select(.status == "booked") | .id]' | tee "$LAB_DIR/booked.txt" # lab
 lab_expect "$LAB_DIR/booked.txt" '^\["D4"\]$' "one seat booked, once"
 

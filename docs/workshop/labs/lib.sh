@@ -103,16 +103,23 @@ lab_redis() {
 }
 
 lab_payments() {
-	local port
-	port=$(lab_free_port)
-	"$BIN/loadgen" payments -addr "127.0.0.1:$port" "$@" >"$LAB_DIR/payments-$port.log" 2>&1 </dev/null &
-	echo "$! payments-$port" >>"$LAB_DIR/pids"
-	for _ in $(seq 100); do
-		curl -fsS -o /dev/null "http://127.0.0.1:$port/v1/stats" 2>/dev/null && { echo "http://127.0.0.1:$port"; return 0; }
-		sleep 0.1
+	local port pid
+	# As for lab_redis: a port found free can be taken before the provider
+	# binds it (other programs on the machine start servers too); then it
+	# exits at once, and another port is tried.
+	for _ in 1 2 3; do
+		port=$(lab_free_port)
+		"$BIN/loadgen" payments -addr "127.0.0.1:$port" "$@" >"$LAB_DIR/payments-$port.log" 2>&1 </dev/null &
+		pid=$!
+		echo "$pid payments-$port" >>"$LAB_DIR/pids"
+		for _ in $(seq 100); do
+			curl -fsS -o /dev/null "http://127.0.0.1:$port/v1/stats" 2>/dev/null && { echo "http://127.0.0.1:$port"; return 0; }
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		echo "lab_payments: the payment provider did not start on $port; its log:" >&2
+		cat "$LAB_DIR/payments-$port.log" >&2
 	done
-	echo "lab_payments: the payment provider did not start; its log:" >&2
-	cat "$LAB_DIR/payments-$port.log" >&2
 	return 1
 }
 

@@ -1,0 +1,41 @@
+package httpapi
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"golang.org/x/time/rate"
+)
+
+// limitWrites answers 429 rate_limited, with Retry-After, to a write beyond
+// perSecond writes a second (a token bucket of burst tokens, refilled at
+// that rate), and lets the others through. A perSecond of 0 or less lets
+// everything through. The bucket is one for the whole server: it bounds
+// what this instance asks of the database and the lock service, not what
+// one client may do (a client can use many addresses; a proxy in front is
+// the place for per-client limits).
+func limitWrites(perSecond float64, burst int) gin.HandlerFunc {
+	if perSecond <= 0 {
+		return func(c *gin.Context) { c.Next() }
+	}
+	if burst <= 0 {
+		burst = max(1, int(math.Ceil(perSecond)))
+	}
+	bucket := rate.NewLimiter(rate.Limit(perSecond), burst)
+	return func(c *gin.Context) {
+		now := time.Now()
+		if bucket.AllowN(now, 1) {
+			c.Next()
+			return
+		}
+		// The time until the bucket holds a whole token again, in whole
+		// seconds as Retry-After wants, at least 1.
+		wait := (1 - bucket.TokensAt(now)) / perSecond
+		c.Header("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait)))))
+		respondCode(c, http.StatusTooManyRequests, codeRateLimited,
+			"this server takes at most "+strconv.FormatFloat(perSecond, 'g', -1, 64)+" writes a second; nothing was done, try again after Retry-After seconds")
+	}
+}
