@@ -100,9 +100,9 @@ lab_expect "$LAB_DIR/stats-late.txt" '"charges":3,"refunds":0,"overlaps":0,"refu
 
 go run ./docs/workshop/showexample ./distlock ExampleRedis_Obtain_watchdog | tee "$LAB_DIR/watchdog.txt" # lab
 lab_expect "$LAB_DIR/watchdog.txt" '^renewed: true$' "the watchdog renewed the lease"
-lab_expect "$LAB_DIR/watchdog.txt" '^== the same as its // Output: block$' "ExampleRedis_Obtain_watchdog prints its // Output: block"
+lab_expect "$LAB_DIR/watchdog.txt" '^-- the same as its // Output: block$' "ExampleRedis_Obtain_watchdog prints its // Output: block"
 go run ./docs/workshop/showexample ./distlock ExampleLock_Token | tee "$LAB_DIR/token.txt" # lab
 lab_expect "$LAB_DIR/token.txt" '^ann writes with token 1: refused, the seat has seen 2$' "the storage refuses the stale token"
 lab_expect "$LAB_DIR/token.txt" '^C7 belongs to bob$' "the fencing example"
-lab_expect "$LAB_DIR/token.txt" '^== the same as its // Output: block$' "ExampleLock_Token prints its // Output: block"
+lab_expect "$LAB_DIR/token.txt" '^-- the same as its // Output: block$' "ExampleLock_Token prints its // Output: block"
 echo "lab 6 passed"

@@ -57,7 +57,7 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "== %s\n%s\n", name, source)
+	fmt.Fprintf(stdout, "-- %s\n%s\n", name, source)
 
 	// The program runs from the package's directory, so that its imports
 	// resolve in the module the package belongs to.
@@ -82,12 +82,12 @@ func run(args []string, stdout io.Writer) error {
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("running %s: %w", name, err)
 	}
-	fmt.Fprintf(stdout, "== %s prints:\n%s", name, out.String())
+	fmt.Fprintf(stdout, "-- %s prints:\n%s", name, out.String())
 	if !sameOutput(out.String(), ex.Output, ex.Unordered) {
-		fmt.Fprintf(stdout, "== but its // Output: block says:\n%s", ex.Output)
+		fmt.Fprintf(stdout, "-- but its // Output: block says:\n%s", ex.Output)
 		return errDiffers
 	}
-	fmt.Fprintf(stdout, "== the same as its // Output: block\n")
+	fmt.Fprintf(stdout, "-- the same as its // Output: block\n")
 	return nil
 }
 

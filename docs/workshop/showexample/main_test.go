@@ -14,8 +14,8 @@ func TestRunShowsSourceAndOutput(t *testing.T) {
 	for _, want := range []string{
 		"// ../../../keyedlock/example_test.go:",
 		"func ExampleMutex_LockAll() {",
-		"== ExampleMutex_LockAll prints:\nlocked: 2\nC7 free? false\nafter unlock: 0\n",
-		"== the same as its // Output: block",
+		"-- ExampleMutex_LockAll prints:\nlocked: 2\nC7 free? false\nafter unlock: 0\n",
+		"-- the same as its // Output: block",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
@@ -31,7 +31,7 @@ func TestRunRefuses(t *testing.T) {
 		shows   string // in the output
 	}{
 		{name: "an output that differs from the block", args: []string{"testdata/wrong", "ExampleWrong"}, differs: true,
-			shows: "== ExampleWrong prints:\nwhat it prints\n== but its // Output: block says:\nwhat its block claims\n"},
+			shows: "-- ExampleWrong prints:\nwhat it prints\n-- but its // Output: block says:\nwhat its block claims\n"},
 		{name: "an example without an output block", args: []string{"testdata/wrong", "ExampleNoOutput"}},
 		{name: "an example that does not exist", args: []string{"testdata/wrong", "ExampleMissing"}},
 		{name: "a missing argument", args: []string{"testdata/wrong"}},
