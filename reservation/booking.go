@@ -63,6 +63,9 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 	if err != nil {
 		return Confirmation{}, err
 	}
+	// Deferred calls run last first: the locks are released, then the
+	// request is said to have left its critical section.
+	defer s.enter(ctx, sc.ID, seats)()
 	defer s.release(ctx, lease)
 
 	// A request with the same key may have booked while this one waited
@@ -108,7 +111,12 @@ func (s *Service) bookInTransaction(ctx context.Context, sc Screening, seats []s
 	var c Confirmation
 	replayed := false
 	chargeID := ""
+	// left ends the critical section once the transaction, and with it
+	// the locks, is over; the callback, which runs once it holds the
+	// locks, begins it.
+	left := func() {}
 	err := tb.BookLocked(ctx, sc.ID, seats, s.opts.LockWait, func(ctx context.Context, r Reader) (*Write, error) {
+		left = s.enter(ctx, sc.ID, seats)
 		if idem != nil {
 			var err error
 			if c, replayed, err = s.replay(ctx, r, sc.ID, idem); replayed || err != nil {
@@ -132,6 +140,7 @@ func (s *Service) bookInTransaction(ctx context.Context, sc Screening, seats []s
 		}
 		return &w, nil
 	})
+	left()
 	if err != nil {
 		// The transaction rolled back: nothing was booked.
 		s.refund(ctx, chargeID, c.Booking.ID)

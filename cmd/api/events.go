@@ -40,6 +40,7 @@ type eventMessage struct {
 	Kind        reservation.EventKind `json:"kind"`
 	ScreeningID string                `json:"screening_id"`
 	BookingID   string                `json:"booking_id"`
+	Holder      string                `json:"holder,omitempty"`
 	Seats       []string              `json:"seats"`
 	At          time.Time             `json:"at"`
 }
@@ -89,12 +90,24 @@ func startEvents(ctx context.Context, client *redis.Client, hub *httpapi.Hub, lo
 // Publish queues an event for Redis without waiting. When the queue is full
 // (Redis is down or slow) the event is dropped with a warning: pages then
 // miss it until they reconnect, but no booking is slowed by a seat map.
+// Critical-section events (entered, left) only draw the lock timeline:
+// they are dropped, silently, once the queue is half full, so that they
+// never take the place of a booking's.
 func (e *redisEvents) Publish(_ context.Context, ev reservation.Event) {
+	if sectionEvent(ev.Kind) && len(e.queue) >= publishQueue/2 {
+		return
+	}
 	select {
 	case e.queue <- ev:
 	default:
 		e.logger.Warn("booking event dropped: the publish queue is full", "screening", ev.ScreeningID, "booking", ev.BookingID)
 	}
+}
+
+// sectionEvent reports whether events of kind only bracket a critical
+// section.
+func sectionEvent(kind reservation.EventKind) bool {
+	return kind == reservation.EventEntered || kind == reservation.EventLeft
 }
 
 // publish sends queued events, in order, until ctx ends. Whatever has

@@ -3,11 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seatlock/seatlock/reservation"
 )
 
 // sse is an open event stream: lines arrive on lines until the test ends.
@@ -127,5 +130,27 @@ func TestLockMetrics(t *testing.T) {
 		if !strings.Contains(string(r.body), want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+}
+
+// Critical-section events never take a booking event's place in the
+// publish queue: once it is half full they are dropped, and a booking
+// event still goes in.
+func TestPublishQueueKeepsRoomForBookings(t *testing.T) {
+	e := &redisEvents{queue: make(chan reservation.Event, publishQueue), logger: slog.New(slog.DiscardHandler)}
+	booked := reservation.Event{Kind: reservation.EventBooked, ScreeningID: "s1", BookingID: "b1", Seats: []string{"A1"}}
+	entered := reservation.Event{Kind: reservation.EventEntered, ScreeningID: "s1", Holder: "h1", Seats: []string{"A1"}}
+	for range publishQueue/2 - 1 {
+		e.Publish(context.Background(), booked)
+	}
+	e.Publish(context.Background(), entered) // one short of half: queued
+	e.Publish(context.Background(), entered) // half full: dropped
+	e.Publish(context.Background(), booked)
+	kinds := map[reservation.EventKind]int{}
+	for len(e.queue) > 0 {
+		kinds[(<-e.queue).Kind]++
+	}
+	if kinds[reservation.EventEntered] != 1 || kinds[reservation.EventBooked] != publishQueue/2 {
+		t.Errorf("queued %v, want 1 entered and %d booked", kinds, publishQueue/2)
 	}
 }
