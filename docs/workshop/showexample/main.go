@@ -70,12 +70,12 @@ func run(args []string, stdout io.Writer) error {
 	if err := format.Node(&prog, fset, ex.Play); err != nil {
 		return err
 	}
-	main := filepath.Join(tmp, "main.go")
-	if err := os.WriteFile(main, prog.Bytes(), 0o644); err != nil {
+	file := filepath.Join(tmp, "main.go")
+	if err := os.WriteFile(file, prog.Bytes(), 0o644); err != nil {
 		return err
 	}
 	var out bytes.Buffer
-	cmd := exec.Command("go", "run", main)
+	cmd := exec.Command("go", "run", file)
 	cmd.Dir = dir
 	cmd.Stdout = &out
 	cmd.Stderr = os.Stderr
@@ -117,11 +117,12 @@ func find(fset *token.FileSet, dir, name string) (*doc.Example, []byte, error) {
 			continue
 		}
 		fd := f.Decls[i].(*ast.FuncDecl)
-		j := slices.IndexFunc(doc.Examples(f), func(ex *doc.Example) bool { return ex.Code.Pos() == fd.Body.Pos() })
+		examples := doc.Examples(f)
+		j := slices.IndexFunc(examples, func(ex *doc.Example) bool { return ex.Code.Pos() == fd.Body.Pos() })
 		if j < 0 {
 			return nil, nil, fmt.Errorf("%s in %s is not a testable example", name, path)
 		}
-		ex := doc.Examples(f)[j]
+		ex := examples[j]
 		switch {
 		case ex.Output == "":
 			return nil, nil, fmt.Errorf("%s in %s has no // Output: block", name, path)
