@@ -24,6 +24,7 @@ API2=$(lab_start api2 DATABASE_URL="$DB" REDLOCK_URLS="$R1,$R2,$R3" LOCK_TTL=1s 
 lab_expect "$LAB_DIR/redlock.txt" '^double-booked seats +0$' "redlock: no double booking"
 lab_expect "$LAB_DIR/redlock.txt" '^overlaps +0 ' "redlock: no overlapping charge"
 lab_expect "$LAB_DIR/redlock.txt" '^payments +[1-9][0-9]* charges, 0 refunds' "redlock: charges, and nothing to refund"
+lab_expect "$LAB_DIR/redlock.txt" '^succeeded +4$' "redlock: one booking per hot seat"
 lab_expect "$LAB_DIR/redlock.txt" '^result +CLEAN' "redlock: result CLEAN"
 
 # The paused holder: ann's charge and bob's both wait in their gates; bob's
@@ -46,7 +47,7 @@ curl -s "$API2/v1/screenings/$S/seats" | jq -c '.seats[] | select(.id == "A1")' 
 lab_expect "$LAB_DIR/bob.txt" '"customer":"bob".* 201$' "bob books A1"
 lab_expect "$LAB_DIR/ann.txt" '"code":"lock_lost".* 409$' "ann: 409 lock_lost"
 n=$(lab_number "$LAB_DIR/redlock.txt" payments)
-lab_expect "$LAB_DIR/stats.txt" "\"charges\":$((n + 1)),\"refunds\":0,\"overlaps\":1,\"refused_stale\":0" "two Redlock holders charged for A1 at once (overlaps 1); ann's charge given up, so not made"
+lab_expect "$LAB_DIR/stats.txt" "\"charges\":$((n + 1)),\"refunds\":0,\"overlaps\":1,\"refused_stale\":0,\"max_concurrent\":2" "two Redlock holders charged for A1 at once (overlaps 1); ann's charge given up, so not made"
 
 bob=$(jq -r .id <(sed -E 's/ [0-9]+$//' "$LAB_DIR/bob.txt"))
 lab_expect "$LAB_DIR/a1.txt" "\"booking_id\":\"$bob\"" "the fenced write keeps A1 bob's, and only bob's"
@@ -73,7 +74,7 @@ curl -s "$PAYF/v1/stats" | tee "$LAB_DIR/stats2.txt" # lab
 curl -s "$API4/v1/screenings/$S/seats" | jq -c '.seats[] | select(.id == "A2")' | tee "$LAB_DIR/a2.txt" # lab
 lab_expect "$LAB_DIR/bob2.txt" '"customer":"bob".* 201$' "bob books A2"
 lab_expect "$LAB_DIR/ann2.txt" '"code":"lock_lost".* 409$' "ann: 409 lock_lost"
-lab_expect "$LAB_DIR/stats2.txt" '"charges":1,"refunds":0,"overlaps":0,"refused_stale":1' "the provider refused ann's stale charge: no overlap, one charge"
+lab_expect "$LAB_DIR/stats2.txt" '"charges":1,"refunds":0,"overlaps":0,"refused_stale":1,"max_concurrent":1' "the provider refused ann's stale charge: no overlap, one charge"
 bob=$(jq -r .id <(sed -E 's/ [0-9]+$//' "$LAB_DIR/bob2.txt"))
 lab_expect "$LAB_DIR/a2.txt" "\"booking_id\":\"$bob\"" "A2 is bob's, and only bob's"
 if grep -q '"bookings"' "$LAB_DIR/a2.txt"; then echo "FAIL: A2 has more than one live booking" >&2; exit 1; fi
