@@ -20,7 +20,8 @@ const (
 	// from the moment it starts checking them) until it has released
 	// them, whatever the outcome. Two requests inside the section of one
 	// seat at once are two lock holders at once, the race a lock exists to
-	// prevent, made visible on the seat map.
+	// prevent, made visible on the seat map. They are published in demo
+	// mode only (Options.Demo).
 	EventEntered EventKind = "entered"
 	EventLeft    EventKind = "left"
 )
@@ -44,9 +45,9 @@ type Event struct {
 // EventPublisher receives the Service's events. The Service calls Publish
 // after a booking is stored (before its locks are released) and after a
 // cancellation is stored, with the request's context; an event is never
-// published for something that was not written. It calls it too when a
-// booking request enters its critical section and when it leaves it
-// (after its locks are released); those two come in pairs.
+// published for something that was not written. In demo mode it calls it
+// too when a booking request enters its critical section and when it
+// leaves it (after its locks are released); those two come in pairs.
 //
 // Publish must return quickly and must not fail the booking: a
 // publisher that talks to a network queues the event and sends it from a
@@ -56,12 +57,12 @@ type EventPublisher interface {
 	Publish(ctx context.Context, e Event)
 }
 
-// enter tells the publisher, if there is one, that a booking request has
+// enter tells the publisher, in demo mode, that a booking request has
 // entered the critical section of seats, and returns the function that
 // tells it the request has left it. Call that after the locks are
 // released.
 func (s *Service) enter(ctx context.Context, screeningID string, seats []string) (left func()) {
-	if s.opts.Events == nil {
+	if s.opts.Events == nil || !s.opts.Demo {
 		return func() {}
 	}
 	e := Event{Kind: EventEntered, ScreeningID: screeningID, Holder: uuid.NewString(), Seats: slices.Clone(seats), At: s.opts.Now().UTC()}
