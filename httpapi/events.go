@@ -52,17 +52,23 @@ func NewHub(buffer int) *Hub {
 }
 
 // Deliver hands e to every stream of its screening, without waiting: a
-// stream whose buffer is full is closed instead. The event is formatted
-// once, outside the lock, for all of them.
+// stream whose buffer is full is closed instead, so that its page starts
+// again from a snapshot rather than miss a booking. A critical-section
+// event (entered, left) is only skipped by a full stream: it draws the
+// lock timeline, which the page can afford to miss. The event is
+// formatted once, outside the lock, for all of them.
 func (h *Hub) Deliver(e reservation.Event) {
 	frame := sseEvent(string(e.Kind), toEventJSON(e))
+	lossy := e.Kind == reservation.EventEntered || e.Kind == reservation.EventLeft
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.streams[e.ScreeningID] {
 		select {
 		case s.events <- frame:
 		default:
-			h.removeLocked(s)
+			if !lossy {
+				h.removeLocked(s)
+			}
 		}
 	}
 }

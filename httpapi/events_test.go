@@ -49,6 +49,26 @@ func TestHub(t *testing.T) {
 		h.unsubscribe(slow) // a second close would panic
 	})
 
+	t.Run("a full stream only skips a critical-section event", func(t *testing.T) {
+		h := NewHub(1)
+		s, _ := h.subscribe("s1")
+		section := reservation.Event{ScreeningID: "s1", Holder: "h1", Seats: []string{"A1"}}
+		section.Kind = reservation.EventEntered
+		h.Deliver(section)
+		section.Kind = reservation.EventLeft
+		h.Deliver(section) // the buffer is full: skipped, the stream stays
+		if h.Streams() != 1 || len(s.events) != 1 {
+			t.Fatalf("%d streams, %d events buffered after a skipped section event; want 1 and 1", h.Streams(), len(s.events))
+		}
+		h.Deliver(booked("s1")) // a booking is never skipped: the stream is closed
+		if first := <-s.events; !strings.HasPrefix(first, "event: entered\n") {
+			t.Errorf("first event %q, want entered", first)
+		}
+		if _, open := <-s.events; open || h.Streams() != 0 {
+			t.Errorf("stream open %v, %d streams, after a booking overflowed it; want it closed", open, h.Streams())
+		}
+	})
+
 	t.Run("close ends every stream and refuses new ones", func(t *testing.T) {
 		h := NewHub(2)
 		s, _ := h.subscribe("s1")
@@ -162,10 +182,25 @@ func TestEventStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := next(t, events, true)
-	var ev eventJSON
-	if err := json.Unmarshal([]byte(e.data), &ev); e.name != "booked" || err != nil || ev.BookingID != conf.Booking.ID || ev.Seats[0] != "B2" {
-		t.Fatalf("event %s %s (%v), want booked B2", e.name, e.data, err)
+	// The booking is told inside its critical section: entered, booked,
+	// left.
+	var holder string
+	for i, want := range []string{"entered", "booked", "left"} {
+		e := next(t, events, true)
+		var ev eventJSON
+		err := json.Unmarshal([]byte(e.data), &ev)
+		if e.name != want || err != nil || len(ev.Seats) != 1 || ev.Seats[0] != "B2" {
+			t.Fatalf("event %d: %s %s (%v), want %s B2", i, e.name, e.data, err, want)
+		}
+		switch {
+		case want == "booked" && (ev.BookingID != conf.Booking.ID || ev.Holder != ""):
+			t.Errorf("booked %s, want booking %s and no holder", e.data, conf.Booking.ID)
+		case want == "entered":
+			holder = ev.Holder
+		}
+		if want != "booked" && (ev.Holder == "" || ev.Holder != holder || strings.Contains(e.data, "booking_id")) {
+			t.Errorf("%s %s, want holder %q and no booking id", want, e.data, holder)
+		}
 	}
 	if err := svc.Cancel(context.Background(), conf.Booking.ID, conf.Token); err != nil {
 		t.Fatal(err)

@@ -122,11 +122,13 @@ func toSnapshotJSON(sc reservation.Screening, seats []reservation.Seat) snapshot
 	return snapshotJSON{Screening: toScreeningJSON(sc), Seats: toSeatsJSON(seats)}
 }
 
-// eventJSON is a "booked" or "cancelled" event of a live stream.
+// eventJSON is a "booked", "cancelled", "entered" or "left" event of a
+// live stream; entered and left carry a holder and no booking id.
 type eventJSON struct {
 	Kind        string    `json:"kind"`
 	ScreeningID string    `json:"screening_id"`
-	BookingID   string    `json:"booking_id"`
+	BookingID   string    `json:"booking_id,omitempty"`
+	Holder      string    `json:"holder,omitempty"`
 	Seats       []string  `json:"seats"`
 	At          time.Time `json:"at"`
 }
@@ -136,6 +138,7 @@ func toEventJSON(e reservation.Event) eventJSON {
 		Kind:        string(e.Kind),
 		ScreeningID: e.ScreeningID,
 		BookingID:   e.BookingID,
+		Holder:      e.Holder,
 		Seats:       e.Seats,
 		At:          e.At.UTC(),
 	}

@@ -64,6 +64,7 @@ type message struct {
 	Kind        reservation.EventKind `json:"kind"`
 	ScreeningID string                `json:"screening_id"`
 	BookingID   string                `json:"booking_id"`
+	Holder      string                `json:"holder,omitempty"`
 	Seats       []string              `json:"seats"`
 	At          time.Time             `json:"at"`
 }
@@ -119,12 +120,25 @@ func Start(ctx context.Context, client *redis.Client, to Deliverer, opts Options
 // Publish queues an event for Redis without waiting. When the queue is full
 // (Redis is down or slow) the event is dropped with a warning: pages then
 // miss it until they reconnect, but no booking is slowed by a seat map.
+//
+// Critical-section events (entered, left) only draw the lock timeline: they
+// are dropped, silently, once the queue is half full, so that they never
+// take the place of a booking's.
 func (b *Bus) Publish(_ context.Context, ev reservation.Event) {
+	if sectionEvent(ev.Kind) && len(b.queue) >= publishQueue/2 {
+		return
+	}
 	select {
 	case b.queue <- ev:
 	default:
 		b.logger.Warn("booking event dropped: the publish queue is full", "screening", ev.ScreeningID, "booking", ev.BookingID)
 	}
+}
+
+// sectionEvent reports whether events of kind only bracket a critical
+// section.
+func sectionEvent(kind reservation.EventKind) bool {
+	return kind == reservation.EventEntered || kind == reservation.EventLeft
 }
 
 // publish sends queued events, in order, until ctx ends. Whatever has

@@ -60,6 +60,9 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 	if err != nil {
 		return Confirmation{}, err
 	}
+	// Deferred calls run last first: the locks are released, then the
+	// request is said to have left its critical section.
+	defer s.enter(ctx, sc.ID, seats)()
 	defer s.release(ctx, lease)
 	store := s.storeOf(lease)
 

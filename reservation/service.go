@@ -36,7 +36,11 @@ type Options struct {
 	// fails with ErrSeatBusy. Zero means 5s.
 	LockWait time.Duration
 
-	// Demo allows the unsafe choices LockNone and GuardOff.
+	// Demo allows the unsafe choices LockNone and GuardOff, and makes
+	// Book publish EventEntered and EventLeft around every critical
+	// section: they draw the seat map's lock timeline, a teaching view
+	// that costs two more events per booking request, seen by every
+	// instance.
 	Demo bool
 
 	// MaxScreenings bounds how many screenings the store may hold: anyone

@@ -180,3 +180,86 @@ func TestSeatMapShowsDoubleBooking(t *testing.T) {
 		}
 	}
 }
+
+// The lock timeline: a seat is outlined while a booking request is inside
+// its critical section, marked when two are inside at once (lock=none lets
+// them), and each section that ended is listed with how long it lasted.
+func TestSeatMapShowsCriticalSections(t *testing.T) {
+	ctx := browser(t)
+	api := startAPI(t, map[string]string{"DEMO_MODE": "true"})
+	s := createScreening(t, api.url, `{"id":"browser-locks","movie":"Locks","rows":2,"seats_per_row":4,"lock":"none","guard":"fence","payment_delay_ms":1500}`)
+	seat := func(id string) string { return `button.seat[data-seat="` + id + `"]` }
+	if err := chromedp.Do(ctx, chromedp.Navigate(api.url+"/?screening="+s.ID), chromedp.WaitVisible(seat("B4"))); err != nil {
+		t.Fatalf("loading the page: %v", err)
+	}
+	classes := func(id string) string {
+		t.Helper()
+		c, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('`+seat(id)+`').className`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+
+	// One request alone on A1, two at once on B2: each pays 1.5 s inside
+	// its section.
+	answers := make(chan response, 3)
+	for _, b := range []struct{ customer, seat string }{{"ann", "A1"}, {"bob", "B2"}, {"cat", "B2"}} {
+		go func() {
+			answers <- call(t, "POST", api.url+"/v1/screenings/"+s.ID+"/bookings", bookingBody(b.customer, b.seat))
+		}()
+	}
+	wait, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err := chromedp.Do(wait, chromedp.WaitVisible(seat("A1")+".inside"), chromedp.WaitVisible(seat("B2")+".overlap"))
+	cancel()
+	if err != nil {
+		t.Fatalf("A1 not shown inside a critical section and B2 with two holders within 5s: %v", err)
+	}
+	if c := classes("A1"); strings.Contains(c, "overlap") {
+		t.Errorf("A1 has one holder, yet its classes are %q", c)
+	}
+	now, err := chromedp.Run(ctx, chromedp.Text("#locks"))
+	if err != nil || !strings.Contains(now, "A1, B2") || !strings.Contains(now, "two holders at once: B2") {
+		t.Errorf("#locks %q (%v), want A1 and B2 inside, B2 twice", now, err)
+	}
+
+	statuses := map[int]int{}
+	for range 3 {
+		statuses[(<-answers).status]++
+	}
+	if statuses[201] != 2 || statuses[409] != 1 {
+		t.Fatalf("answers %v, want A1 and one B2 booked, the other B2 refused by the fenced write", statuses)
+	}
+	wait, cancel = context.WithTimeout(ctx, 5*time.Second)
+	err = chromedp.Do(wait, chromedp.WaitVisible(`#timeline li:nth-child(3)`), chromedp.WaitVisible(seat("B2")+".booked"))
+	cancel()
+	if err != nil {
+		t.Fatalf("three ended sections not listed within 5s: %v", err)
+	}
+	for _, id := range []string{"A1", "B2"} {
+		if c := classes(id); strings.Contains(c, "inside") {
+			t.Errorf("%s still shown inside a critical section after every request answered: %q", id, c)
+		}
+	}
+	lines, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#timeline li')].map(li => li.className + '|' + li.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlapped := 0
+	for _, l := range lines {
+		if !strings.Contains(l, ": held 1.") && !strings.Contains(l, ": held 2.") {
+			t.Errorf("timeline line %q, want a section of about 1.5 s", l)
+		}
+		if strings.HasPrefix(l, "overlap|B2:") {
+			overlapped++
+		} else if !strings.HasPrefix(l, "|A1:") {
+			t.Errorf("timeline line %q, want A1 alone or B2 overlapped", l)
+		}
+	}
+	if overlapped != 2 {
+		t.Errorf("timeline %q, want both B2 sections marked as overlapping", lines)
+	}
+	if now, err := chromedp.Run(ctx, chromedp.Text("#locks")); err != nil || !strings.Contains(now, "No seat") {
+		t.Errorf("#locks %q (%v), want no seat inside", now, err)
+	}
+}

@@ -216,7 +216,7 @@ func parseTargets(s string) ([]string, error) {
 }
 
 func printUsage(fs *flag.FlagSet, name string, w io.Writer) {
-	fmt.Fprintf(w, "usage:\n  loadgen [flags]           run one scenario, verify, report\n  loadgen compare [flags]   the same scenario under every strategy, one table\n\nflags of %s:\n", name)
+	fmt.Fprintf(w, "usage:\n  loadgen [flags]           run one scenario, verify, report\n  loadgen compare [flags]   the same scenario under every strategy, one table\n  loadgen payments [flags]  the in-memory payment provider\n  loadgen gate [flags]      a TCP proxy that holds what clients send, on a signal\n\nflags of %s:\n", name)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)

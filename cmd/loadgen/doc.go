@@ -5,6 +5,8 @@
 //
 //	loadgen [flags]            run one scenario, verify, report
 //	loadgen compare [flags]    the same scenario under every strategy, one table
+//	loadgen payments [flags]   the in-memory payment provider
+//	loadgen gate [flags]       a TCP proxy that holds what clients send, on a signal
 //
 // A run creates a fresh screening (or uses -screening), sends booking
 // requests round-robin to -targets, and then verifies. Every request books

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -112,37 +110,5 @@ func startAPI(t *testing.T, bin string, env []string) string {
 // and is waited for, when the test ends.
 func startProcess(t *testing.T, cmd *exec.Cmd, addr *regexp.Regexp) string {
 	t.Helper()
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	found := make(chan string, 1)
-	logDone := make(chan struct{})
-	go func() {
-		defer close(logDone)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := addr.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		<-logDone
-	})
-	select {
-	case a := <-found:
-		return a
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s did not log its address within 30s", filepath.Base(cmd.Path))
-		return ""
-	}
+	return startLogged(t, cmd).await(t, addr)
 }

@@ -130,7 +130,9 @@ func (w *watchers) watch(ctx context.Context, hc *http.Client, url string, ready
 		case !ok:
 		case bytes.HasPrefix(name, []byte("snapshot")):
 			signal(nil)
-		default:
+		case bytes.HasPrefix(name, []byte("booked")), bytes.HasPrefix(name, []byte("cancelled")):
+			// Only bookings count: the critical-section events (entered,
+			// left) come and go with every request, booked or not.
 			w.events.Add(1)
 		}
 	}

@@ -21,13 +21,21 @@ echo "ok: keyed parallelism $p >= 3"
 lab_expect "$LAB_DIR/hot.txt" '^double-booked seats +0$' "no double booking"
 lab_expect "$LAB_DIR/hot.txt" '^result +CLEAN' "result CLEAN"
 
-go test -count=1 -run 'Example$|ExampleMutex_LockAll' -v ./keyedlock | tee "$LAB_DIR/examples.txt" # lab
+go run ./docs/workshop/showexample ./keyedlock Example | tee "$LAB_DIR/example.txt" # lab
+lab_expect "$LAB_DIR/example.txt" '^bookings of C7: 1 refused: 3$' "Example prints its bookings"
+lab_expect "$LAB_DIR/example.txt" '^keys still locked: 0$' "Example prints the keys left"
+lab_expect "$LAB_DIR/example.txt" '^-- the same as its // Output: block$' "Example prints its // Output: block"
+go run ./docs/workshop/showexample ./keyedlock ExampleMutex_LockAll | tee "$LAB_DIR/lockall.txt" # lab
+lab_expect "$LAB_DIR/lockall.txt" '^C7 free\? false$' "ExampleMutex_LockAll prints what it holds"
+lab_expect "$LAB_DIR/lockall.txt" '^-- the same as its // Output: block$' "ExampleMutex_LockAll prints its // Output: block"
+go test -count=1 -run Example ./keyedlock | tee "$LAB_DIR/examples.txt" # lab
 lab_expect "$LAB_DIR/examples.txt" '^ok ' "keyedlock examples pass"
 
 go test -count=1 -run TestTwoHolders -v ./keyedlock/naive | tee "$LAB_DIR/naive.txt" # lab
 lab_expect "$LAB_DIR/naive.txt" 'B and C both hold C7' "the naive mutex let two holders in"
 lab_expect "$LAB_DIR/naive.txt" '^ok ' "naive test passes (it expects the bug)"
 
-go test -count=1 -run ExampleMutex_naiveUnlock -v ./keyedlock | tee "$LAB_DIR/refcount.txt" # lab
-lab_expect "$LAB_DIR/refcount.txt" '^ok ' "the same interleaving on keyedlock waits"
+go run ./docs/workshop/showexample ./keyedlock ExampleMutex_naiveUnlock | tee "$LAB_DIR/refcount.txt" # lab
+lab_expect "$LAB_DIR/refcount.txt" '^C gets C7 while B holds it: false$' "the same interleaving on keyedlock waits"
+lab_expect "$LAB_DIR/refcount.txt" '^-- the same as its // Output: block$' "ExampleMutex_naiveUnlock prints its // Output: block"
 echo "lab 3 passed"

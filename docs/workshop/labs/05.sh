@@ -27,6 +27,10 @@ lab_expect "$LAB_DIR/5.txt" '^A: release script deleted 0 key$' "A's late releas
 lab_expect "$LAB_DIR/5.txt" '^C: SET NX PX with its token false$' "C stays out"
 
 cat distlock/release.lua # lab
-go test -count=1 -run 'Example$|ExampleRedis_TryObtain' -v ./distlock | tee "$LAB_DIR/examples.txt" # lab
-lab_expect "$LAB_DIR/examples.txt" '^ok ' "distlock examples pass"
+go run ./docs/workshop/showexample ./distlock Example | tee "$LAB_DIR/example.txt" # lab
+lab_expect "$LAB_DIR/example.txt" '^next holder of C7 gets token 2$' "the next holder gets a higher token"
+lab_expect "$LAB_DIR/example.txt" '^-- the same as its // Output: block$' "Example prints its // Output: block"
+go run ./docs/workshop/showexample ./distlock ExampleRedis_TryObtain | tee "$LAB_DIR/tryobtain.txt" # lab
+lab_expect "$LAB_DIR/tryobtain.txt" '^distlock: not acquired: "\{screening-42\}:C7" is held$' "TryObtain does not wait for a held seat"
+lab_expect "$LAB_DIR/tryobtain.txt" '^-- the same as its // Output: block$' "ExampleRedis_TryObtain prints its // Output: block"
 echo "lab 5 passed"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Lab 6 (docs/workshop/06-leases-fencing.md): a payment longer than the
 # lease survives thanks to the watchdog; a paused holder loses its lock to
-# another instance and its late write is refused; the fencing example.
+# another instance and its late write is refused; without the guard both
+# customers are confirmed and one silently loses the seat; a provider that
+# checks fences refuses the paused holder's late charge; the fencing
+# example.
 set -eu
 cd "$(dirname "$0")/../../.."
 source docs/workshop/labs/lib.sh
@@ -42,7 +45,65 @@ bob=$(head -n 1 "$LAB_DIR/bob.txt" | jq -r .id)
 lab_expect "$LAB_DIR/a2.txt" "\"booking_id\":\"$bob\"" "the map gives A2 to bob"
 grep -E 'lost|stale|fenc' "$LAB_DIR/api1.log" | head -n 3 # lab
 
-go test -count=1 -run 'ExampleRedis_Obtain_watchdog|ExampleLock_Token' -v ./distlock | tee "$LAB_DIR/examples.txt" # lab
-lab_expect "$LAB_DIR/examples.txt" '^--- PASS: ExampleLock_Token' "the fencing example"
-lab_expect "$LAB_DIR/examples.txt" '^ok ' "distlock examples pass"
+# guard=off: ann's write is held in the database gate while api3 is
+# stopped; nothing refuses it when it lands.
+PAY=$(lab_payments -check-fences) # lab
+DBGATE=$(lab_gate dbgate "$DB") # lab
+PAYGATE=$(lab_gate paygate "$PAY") # lab
+API3=$(lab_start api3 DATABASE_URL="$DBGATE" PAYMENT_URL="$PAYGATE" LOCK_TTL=1s DEMO_MODE=true) # lab
+API4=$(lab_start api4 DATABASE_URL="$DB" PAYMENT_URL="$PAY" LOCK_TTL=1s DEMO_MODE=true) # lab
+U=$(curl -s -X POST "$API4/v1/screenings" -d '{"movie":"Unguarded","rows":1,"seats_per_row":5,"lock":"redis","guard":"off","payment_delay_ms":2000}' | jq -r .id) # lab
+[ -n "$U" ] && [ "$U" != null ] || { echo "FAIL: no guard=off screening created" >&2; exit 1; }
+curl -s -w ' %{http_code}\n' -X POST "$API3/v1/screenings/$U/bookings" -d '{"seats":["A1"],"customer":"ann"}' >"$LAB_DIR/ann-off.txt" & # lab
+sleep 1 # lab
+kill -USR1 "$(lab_pid dbgate)" # lab
+lab_wait_log dbgate holding # lab
+kill -STOP "$(lab_pid api3)" # lab
+curl -s -w ' %{http_code}\n' -X POST "$API4/v1/screenings/$U/bookings" -d '{"seats":["A1"],"customer":"bob"}' | tee "$LAB_DIR/bob-off.txt" # lab
+kill -CONT "$(lab_pid api3)" # lab
+kill -USR2 "$(lab_pid dbgate)" # lab
+wait # lab
+cat "$LAB_DIR/ann-off.txt" # lab
+curl -s "$API4/v1/screenings/$U/seats" | jq -c '.seats[] | select(.id == "A1")' | tee "$LAB_DIR/a1-off.txt" # lab
+curl -s "$PAY/v1/stats" | tee "$LAB_DIR/stats-off.txt" # lab
+lab_expect "$LAB_DIR/bob-off.txt" '"customer":"bob".* 201$' "guard=off: bob gets 201"
+lab_expect "$LAB_DIR/ann-off.txt" '"customer":"ann".* 201$' "guard=off: ann gets 201 too"
+ann=$(jq -r .id <(sed -E 's/ [0-9]+$//' "$LAB_DIR/ann-off.txt"))
+bob=$(jq -r .id <(sed -E 's/ [0-9]+$//' "$LAB_DIR/bob-off.txt"))
+holder=$(jq -r .booking_id "$LAB_DIR/a1-off.txt")
+if [ "$holder" = "$ann" ] || [ "$holder" = "$bob" ]; then
+	echo "ok: the map gives A1 to one of them only ($([ "$holder" = "$ann" ] && echo ann || echo bob))"
+else
+	echo "FAIL: A1 is held by $holder, neither ann ($ann) nor bob ($bob)" >&2
+	exit 1
+fi
+lab_expect "$LAB_DIR/a1-off.txt" "\"bookings\":\[\"[^\"]+\",\"[^\"]+\"\]" "A1 has two live bookings"
+lab_expect "$LAB_DIR/stats-off.txt" '"charges":2,"refunds":0,"overlaps":0,"refused_stale":0,"max_concurrent":1' "both paid, nobody refunded, never at once"
+
+# -check-fences: ann's charge is held in the payment gate while api3 is
+# stopped and bob books; it reaches the provider after bob's.
+S2=$(curl -s -X POST "$API4/v1/screenings" -d '{"movie":"Fenced","rows":1,"seats_per_row":5,"lock":"redis","payment_delay_ms":500}' | jq -r .id) # lab
+[ -n "$S2" ] && [ "$S2" != null ] || { echo "FAIL: no screening created" >&2; exit 1; }
+kill -USR1 "$(lab_pid paygate)" # lab
+curl -s -w ' %{http_code}\n' -X POST "$API3/v1/screenings/$S2/bookings" -d '{"seats":["A1"],"customer":"ann"}' >"$LAB_DIR/ann-late.txt" & # lab
+lab_wait_log paygate holding # lab
+kill -STOP "$(lab_pid api3)" # lab
+curl -s -w ' %{http_code}\n' -X POST "$API4/v1/screenings/$S2/bookings" -d '{"seats":["A1"],"customer":"bob"}' | tee "$LAB_DIR/bob-late.txt" # lab
+kill -USR2 "$(lab_pid paygate)" # lab
+sleep 1 # lab
+kill -CONT "$(lab_pid api3)" # lab
+wait # lab
+cat "$LAB_DIR/ann-late.txt" # lab
+curl -s "$PAY/v1/stats" | tee "$LAB_DIR/stats-late.txt" # lab
+lab_expect "$LAB_DIR/bob-late.txt" '"customer":"bob".* 201$' "bob books A1 while ann's charge waits"
+lab_expect "$LAB_DIR/ann-late.txt" '"code":"lock_lost".* 409$' "ann: 409 lock_lost"
+lab_expect "$LAB_DIR/stats-late.txt" '"charges":3,"refunds":0,"overlaps":0,"refused_stale":1,"max_concurrent":1' "the provider refused ann's stale charge: refused_stale 1, no overlap, nothing to refund"
+
+go run ./docs/workshop/showexample ./distlock ExampleRedis_Obtain_watchdog | tee "$LAB_DIR/watchdog.txt" # lab
+lab_expect "$LAB_DIR/watchdog.txt" '^renewed: true$' "the watchdog renewed the lease"
+lab_expect "$LAB_DIR/watchdog.txt" '^-- the same as its // Output: block$' "ExampleRedis_Obtain_watchdog prints its // Output: block"
+go run ./docs/workshop/showexample ./distlock ExampleLock_Token | tee "$LAB_DIR/token.txt" # lab
+lab_expect "$LAB_DIR/token.txt" '^ann writes with token 1: refused, the seat has seen 2$' "the storage refuses the stale token"
+lab_expect "$LAB_DIR/token.txt" '^C7 belongs to bob$' "the fencing example"
+lab_expect "$LAB_DIR/token.txt" '^-- the same as its // Output: block$' "ExampleLock_Token prints its // Output: block"
 echo "lab 6 passed"

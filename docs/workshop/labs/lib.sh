@@ -21,6 +21,12 @@
 #   lab_payments [-check-fences]
 #                          start the payment provider (loadgen payments) on a
 #                          free port; print its URL
+#   lab_gate NAME URL      start a gate (loadgen gate) in front of URL's
+#                          host:port; print URL with the gate's address in
+#                          it. kill -USR1 "$(lab_pid NAME)" closes it (what
+#                          clients send is held), kill -USR2 opens it.
+#   lab_wait_log NAME REGEX
+#                          wait up to 10 s for a line of NAME's log to match
 #   lab_cleanup            stop everything started above, drop the databases
 #
 # It changes no shell option: the lab scripts set -eu themselves, and your
@@ -120,6 +126,33 @@ lab_payments() {
 		echo "lab_payments: the payment provider did not start on $port; its log:" >&2
 		cat "$LAB_DIR/payments-$port.log" >&2
 	done
+	return 1
+}
+
+lab_gate() {
+	local name=$1 url=$2 log addr
+	log="$LAB_DIR/$name.log"
+	: >"$log"
+	"$BIN/loadgen" gate -addr 127.0.0.1:0 -to "$(sed -E 's#^[a-z+]+://([^@/]*@)?([^/?]+).*#\2#' <<<"$url")" \
+		>"$log" 2>&1 </dev/null &
+	echo "$! $name" >>"$LAB_DIR/pids"
+	for _ in $(seq 100); do
+		addr=$(sed -nE 's/^gate: (127\.0\.0\.1:[0-9]+) -> .*/\1/p' "$log" | head -n 1)
+		[ -n "$addr" ] && { sed -E "s#^([a-z+]+://([^@/]*@)?)[^/?]+#\1$addr#" <<<"$url"; return 0; }
+		sleep 0.1
+	done
+	echo "lab_gate: the gate did not start; its log:" >&2
+	cat "$log" >&2
+	return 1
+}
+
+lab_wait_log() {
+	for _ in $(seq 100); do
+		grep -qE -- "$2" "$LAB_DIR/$1.log" && return 0
+		sleep 0.1
+	done
+	echo "lab_wait_log: no line of $1's log matches /$2/ after 10 s:" >&2
+	tail -n 5 "$LAB_DIR/$1.log" >&2
 	return 1
 }
 
