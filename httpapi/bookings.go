@@ -87,10 +87,14 @@ func idempotencyKey(c *gin.Context) (string, bool) {
 // the canonical form of a uuid only; any other spelling of one (upper case,
 // braces, "urn:uuid:", no hyphens) is answered 404 here, so that every
 // store sees the same ids and none is handed a form it cannot parse.
-func bookingID(c *gin.Context) (string, bool) {
+func bookingID(c *gin.Context) (string, bool) { return uuidParam(c, "booking") }
+
+// uuidParam returns the path's id if it is a uuid in canonical form, and
+// otherwise answers 404 "no such <what>".
+func uuidParam(c *gin.Context, what string) (string, bool) {
 	id := c.Param("id")
 	if u, err := uuid.Parse(id); err != nil || u.String() != id {
-		respondCode(c, http.StatusNotFound, codeNotFound, "no such booking")
+		respondCode(c, http.StatusNotFound, codeNotFound, "no such "+what)
 		return "", false
 	}
 	return id, true

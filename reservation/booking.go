@@ -29,12 +29,13 @@ type Confirmation struct {
 
 // Book books seats for a customer, all or nothing. It validates the request,
 // sorts the seats, takes the locks of the screening's strategy in that order,
-// checks the seats are free, waits the payment delay, writes through the
+// checks the seats are neither booked nor held, waits the payment delay, writes through the
 // screening's guard, and releases the locks. Under LockPostgresXact all of
 // it, from the locks to the write, runs in one transaction of the store
 // (see TxBooker).
 //
 // It returns ErrInvalid, ErrNotFound, ErrSeatTaken (a *SeatsTakenError),
+// ErrSeatHeld (a *SeatsHeldError),
 // ErrSeatBusy when the locks could not be had within the lock wait,
 // ErrLockLost when the lock was lost before the write, ErrIdempotencyMismatch,
 // ErrUnavailable, or the context's error. A request with an idempotency key
@@ -87,6 +88,9 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 		}
 		return Confirmation{}, &SeatsTakenError{Seats: taken}
 	}
+	if err := checkNotHeld(ctx, s.store, sc.ID, seats); err != nil {
+		return Confirmation{}, err
+	}
 	return s.payAndWrite(ctx, sc, seats, req.Customer, lease, idem)
 }
 
@@ -121,6 +125,9 @@ func (s *Service) bookInTransaction(ctx context.Context, sc Screening, seats []s
 		}
 		if len(taken) > 0 {
 			return nil, &SeatsTakenError{Seats: taken}
+		}
+		if err := checkNotHeld(ctx, r, sc.ID, seats); err != nil {
+			return nil, err
 		}
 		w, conf, err := s.newWrite(sc, seats, customer, noLease{}, idem)
 		if err != nil {

@@ -6,13 +6,19 @@ import (
 	"time"
 )
 
-// EventKind says what happened to a booking.
+// EventKind says what happened to a booking or a hold.
 type EventKind string
 
 // The kinds of Event.
 const (
 	EventBooked    EventKind = "booked"
 	EventCancelled EventKind = "cancelled"
+	// EventHeld: a hold took the seats until ExpiresAt.
+	EventHeld EventKind = "held"
+	// EventReleased: a hold gave its seats up before its expiry. A hold
+	// that expires publishes nothing (nothing runs then): a reader frees
+	// the seats of an EventHeld itself at its ExpiresAt.
+	EventReleased EventKind = "released"
 )
 
 // Event tells that seats changed hands: a booking was written (EventBooked)
@@ -21,8 +27,10 @@ const (
 type Event struct {
 	Kind        EventKind
 	ScreeningID string
-	BookingID   string
-	Seats       []string // sorted
+	BookingID   string    // of a booked or cancelled event
+	HoldID      string    // of a held or released event
+	ExpiresAt   time.Time // of a held event
+	Seats       []string  // sorted
 	At          time.Time
 }
 

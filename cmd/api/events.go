@@ -40,6 +40,8 @@ type eventMessage struct {
 	Kind        reservation.EventKind `json:"kind"`
 	ScreeningID string                `json:"screening_id"`
 	BookingID   string                `json:"booking_id"`
+	HoldID      string                `json:"hold_id,omitempty"`
+	ExpiresAt   time.Time             `json:"expires_at,omitzero"`
 	Seats       []string              `json:"seats"`
 	At          time.Time             `json:"at"`
 }

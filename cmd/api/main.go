@@ -136,6 +136,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		DefaultLock:         cfg.Lock,
 		DefaultGuard:        cfg.Guard,
 		DefaultPaymentDelay: cfg.PaymentDelay,
+		DefaultHoldTTL:      cfg.HoldTTL,
 		LockWait:            cfg.LockWait,
 		Demo:                cfg.Demo,
 		LockHealth:          b.lockHealth,

@@ -313,3 +313,37 @@ func (s *Store) SeatHolds(ctx context.Context, screeningID string) (map[string]t
 	}
 	return out, nil
 }
+
+var _ reservation.TxHolder = (*Store)(nil)
+
+// HoldLocked is BookLocked for a hold: it takes the seats' transaction
+// advisory locks within lockWait, runs critical through the transaction,
+// and writes the hold it returns in the same transaction, which commits.
+// See BookLocked for the locks and their errors, and CreateHold for the
+// write's.
+func (s *Store) HoldLocked(ctx context.Context, screeningID string, seats []string, lockWait time.Duration, critical func(ctx context.Context, r reservation.Reader) (reservation.HoldWrite, error)) (reservation.Hold, error) {
+	tx, err := s.lockSeats(ctx, screeningID, seats, lockWait)
+	if err != nil {
+		return reservation.Hold{}, err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		_ = tx.Rollback(rctx) // after Commit, a no-op
+	}()
+	w, err := critical(ctx, txReader{tx})
+	if err != nil {
+		return reservation.Hold{}, err
+	}
+	if err := w.Validate(); err != nil {
+		return reservation.Hold{}, err
+	}
+	if w.Hold.ScreeningID != screeningID || !slices.Equal(w.Hold.Seats, seats) {
+		return reservation.Hold{}, fmt.Errorf("postgres: hold locked: the hold is not for the locked seats: %w", reservation.ErrInvalid)
+	}
+	h, err := createHold(ctx, tx, w)
+	if err != nil {
+		return reservation.Hold{}, err
+	}
+	return h, translate("hold locked", tx.Commit(ctx))
+}

@@ -1,0 +1,305 @@
+package reservation
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// HoldRequest is a request to hold seats.
+type HoldRequest struct {
+	ScreeningID string
+	Seats       []string
+	Customer    string
+}
+
+// HoldConfirmation is the answer to a new hold: the hold and its secret
+// token, which confirms or releases it and is shown only here.
+type HoldConfirmation struct {
+	Hold  Hold
+	Token string
+}
+
+// TxHolder is a Store that can take a hold's seat locks inside the
+// transaction that writes the hold, as TxBooker does for a booking: the
+// Service offers holds under LockPostgresXact only over one.
+type TxHolder interface {
+	// HoldLocked opens a transaction, takes the locks of the seats (sorted
+	// and distinct) within lockWait (else an error wrapping ErrSeatBusy),
+	// runs critical with a Reader of that transaction, and records the
+	// HoldWrite it returns with the semantics of HoldStore.CreateHold, in
+	// the same transaction, which then commits.
+	HoldLocked(ctx context.Context, screeningID string, seats []string, lockWait time.Duration, critical func(ctx context.Context, r Reader) (HoldWrite, error)) (Hold, error)
+}
+
+// HoldSeats holds seats for a customer for the screening's HoldTTL, all or
+// nothing. It runs the screening's lock strategy exactly as Book does, but
+// its critical section is only the check and the write of the hold: the
+// payment happens later, outside any lock, while the hold alone keeps the
+// seats.
+//
+// It returns the errors of Book (without the idempotency ones), with
+// ErrSeatHeld (a *SeatsHeldError) for seats someone else holds.
+func (s *Service) HoldSeats(ctx context.Context, req HoldRequest) (HoldConfirmation, error) {
+	sc, err := s.Screening(ctx, req.ScreeningID)
+	if err != nil {
+		return HoldConfirmation{}, err
+	}
+	seats, err := validateBooking(sc, BookRequest{Seats: req.Seats, Customer: req.Customer})
+	if err != nil {
+		return HoldConfirmation{}, err
+	}
+	token, tokenHash, err := newToken()
+	if err != nil {
+		return HoldConfirmation{}, err
+	}
+	w := HoldWrite{
+		Hold:      Hold{ID: uuid.NewString(), ScreeningID: sc.ID, Seats: seats, Customer: req.Customer},
+		TokenHash: tokenHash,
+		TTL:       sc.HoldTTL,
+	}
+	var h Hold
+	if sc.Lock == LockPostgresXact {
+		h, err = s.holdInTransaction(ctx, sc, w)
+	} else {
+		h, err = s.holdLocked(ctx, sc, w)
+	}
+	if err != nil {
+		return HoldConfirmation{}, err
+	}
+	s.publishHold(ctx, EventHeld, h)
+	return HoldConfirmation{Hold: h, Token: token}, nil
+}
+
+// holdLocked is the critical section of a hold under a lock beside the
+// store: lock, check, write the hold with the lease's fences, release.
+func (s *Service) holdLocked(ctx context.Context, sc Screening, w HoldWrite) (Hold, error) {
+	lease, err := s.lock(ctx, sc, w.Hold.Seats)
+	if err != nil {
+		return Hold{}, err
+	}
+	defer s.release(ctx, lease)
+	if err := checkFree(ctx, s.store, sc.ID, w.Hold.Seats); err != nil {
+		return Hold{}, err
+	}
+	w.Fences = make(map[string]int64, len(w.Hold.Seats))
+	for _, seat := range w.Hold.Seats {
+		if f := lease.Fence(seat); f != 0 {
+			w.Fences[seat] = f
+		}
+	}
+	if err := lockHeld(lease); err != nil {
+		return Hold{}, err
+	}
+	h, err := s.store.CreateHold(ctx, w)
+	if errors.Is(err, ErrStaleToken) {
+		return Hold{}, fmt.Errorf("a newer lock holder has written these seats: %w", ErrLockLost)
+	}
+	return h, err
+}
+
+// holdInTransaction is the critical section of a hold under
+// LockPostgresXact: lock, check and write in one transaction of the store.
+func (s *Service) holdInTransaction(ctx context.Context, sc Screening, w HoldWrite) (Hold, error) {
+	th, ok := s.store.(TxHolder)
+	if !ok {
+		return Hold{}, fmt.Errorf("screening %s: lock strategy %q needs a store that holds in a transaction: %w", sc.ID, sc.Lock, ErrUnavailable)
+	}
+	h, err := th.HoldLocked(ctx, sc.ID, w.Hold.Seats, s.opts.LockWait, func(ctx context.Context, r Reader) (HoldWrite, error) {
+		return w, checkFree(ctx, r, sc.ID, w.Hold.Seats)
+	})
+	switch {
+	case errors.Is(err, ErrSeatBusy):
+		return Hold{}, &messageError{kind: ErrSeatBusy, msg: fmt.Sprintf("seats %s are being booked by someone else; try again", strings.Join(w.Hold.Seats, ", "))}
+	case err != nil && ctx.Err() != nil:
+		return Hold{}, ctx.Err()
+	}
+	return h, err
+}
+
+// checkFree returns a *SeatsTakenError for the seats that are booked, else
+// a *SeatsHeldError for those held by a live hold, else nil.
+func checkFree(ctx context.Context, r Reader, screeningID string, seats []string) error {
+	taken, err := r.TakenSeats(ctx, screeningID, seats)
+	if err != nil {
+		return err
+	}
+	if len(taken) > 0 {
+		return &SeatsTakenError{Seats: taken}
+	}
+	return checkNotHeld(ctx, r, screeningID, seats)
+}
+
+// checkNotHeld returns a *SeatsHeldError for the seats held by a live hold.
+func checkNotHeld(ctx context.Context, r Reader, screeningID string, seats []string) error {
+	held, err := r.HeldSeats(ctx, screeningID, seats)
+	if err != nil {
+		return err
+	}
+	if len(held) > 0 {
+		return &SeatsHeldError{Seats: held}
+	}
+	return nil
+}
+
+// Hold returns a hold, without its token, or ErrNotFound.
+func (s *Service) Hold(ctx context.Context, id string) (Hold, error) {
+	if uuid.Validate(id) != nil {
+		return Hold{}, ErrNotFound
+	}
+	h, _, err := s.store.Hold(ctx, id)
+	return h, err
+}
+
+// ConfirmHold turns a live hold into a booking, with the hold's token. No
+// lock is taken: the hold keeps the seats, and the store makes the confirm
+// atomic with respect to the hold's expiry, its release and another
+// confirm. created is false when the hold was confirmed before (by this
+// request's earlier try, or a concurrent one): the answer is then that
+// same booking again, with the same token.
+//
+// The booking's token is derived from the hold's, so that a repeat can
+// answer it without the store keeping any secret; the store keeps only its
+// hash, like every booking's.
+//
+// It returns ErrNotFound, ErrUnauthorized when the token is empty,
+// ErrForbidden when it is wrong, ErrHoldExpired when the hold has expired,
+// ErrConflict when it was released, ErrUnavailable, or ctx's error.
+func (s *Service) ConfirmHold(ctx context.Context, id, token string) (c Confirmation, created bool, err error) {
+	h, err := s.authorizedHold(ctx, id, token, "confirming")
+	if err != nil {
+		return Confirmation{}, false, err
+	}
+	bookingToken := bookingTokenOf(token)
+	switch h.Status {
+	case HoldConfirmed:
+		return s.confirmed(ctx, h, bookingToken)
+	case HoldReleased:
+		return Confirmation{}, false, &messageError{kind: ErrConflict, msg: "the hold was released; hold the seats again"}
+	case HoldExpired:
+		return Confirmation{}, false, expired(h)
+	}
+	th := sha256.Sum256([]byte(bookingToken))
+	b := Booking{
+		ID:          uuid.NewString(),
+		ScreeningID: h.ScreeningID,
+		Seats:       h.Seats,
+		Customer:    h.Customer,
+		Status:      BookingConfirmed,
+		CreatedAt:   s.opts.Now().UTC().Truncate(time.Microsecond),
+	}
+	err = s.store.ConfirmHold(ctx, h.ID, Write{Booking: b, TokenHash: th[:], Guard: GuardFence})
+	switch {
+	case err == nil:
+		s.publish(ctx, EventBooked, b)
+		return Confirmation{Booking: b, Token: bookingToken}, true, nil
+	case errors.Is(err, ErrHoldExpired):
+		return Confirmation{}, false, expired(h)
+	case errors.Is(err, ErrConflict):
+		// Another confirm of this hold won, or a release did: read which.
+		now, _, rerr := s.store.Hold(ctx, h.ID)
+		if rerr != nil {
+			return Confirmation{}, false, rerr
+		}
+		if now.Status == HoldConfirmed {
+			return s.confirmed(ctx, now, bookingToken)
+		}
+		return Confirmation{}, false, &messageError{kind: ErrConflict, msg: fmt.Sprintf("the hold is %s; hold the seats again", now.Status)}
+	default:
+		return Confirmation{}, false, err
+	}
+}
+
+// confirmed answers a confirm of a hold confirmed before: its booking.
+func (s *Service) confirmed(ctx context.Context, h Hold, bookingToken string) (Confirmation, bool, error) {
+	b, _, err := s.store.Booking(ctx, h.BookingID)
+	if err != nil {
+		return Confirmation{}, false, err
+	}
+	return Confirmation{Booking: b, Token: bookingToken}, false, nil
+}
+
+func expired(h Hold) error {
+	return &messageError{kind: ErrHoldExpired, msg: fmt.Sprintf("the hold expired at %s; its seats are free again", h.ExpiresAt.UTC().Format(time.RFC3339Nano))}
+}
+
+// ReleaseHold ends a hold before its expiry and frees its seats. Releasing
+// a released or expired hold changes nothing. It returns ErrNotFound,
+// ErrUnauthorized, ErrForbidden, ErrConflict when the hold was confirmed
+// (cancel the booking instead), ErrUnavailable, or ctx's error.
+func (s *Service) ReleaseHold(ctx context.Context, id, token string) error {
+	h, err := s.authorizedHold(ctx, id, token, "releasing")
+	if err != nil {
+		return err
+	}
+	before, err := s.store.ReleaseHold(ctx, h.ID)
+	if errors.Is(err, ErrConflict) {
+		return &messageError{kind: ErrConflict, msg: "the hold is confirmed; cancel its booking instead"}
+	}
+	if err != nil {
+		return err
+	}
+	if before == HoldHeld {
+		// Only the release that freed the seats tells anybody.
+		s.publishHold(ctx, EventReleased, h)
+	}
+	return nil
+}
+
+// authorizedHold reads a hold and checks the token against its hash.
+func (s *Service) authorizedHold(ctx context.Context, id, token, doing string) (Hold, error) {
+	if uuid.Validate(id) != nil {
+		return Hold{}, ErrNotFound
+	}
+	h, hash, err := s.store.Hold(ctx, id)
+	if err != nil {
+		return Hold{}, err
+	}
+	if token == "" {
+		return Hold{}, &messageError{kind: ErrUnauthorized, msg: doing + " needs the hold's token"}
+	}
+	if !tokenMatches(token, hash) {
+		return Hold{}, &messageError{kind: ErrForbidden, msg: "the token does not match this hold"}
+	}
+	return h, nil
+}
+
+// bookingTokenOf derives the token of the booking a hold becomes from the
+// hold's token. Knowing the hold's token gives the booking's (both are the
+// customer's); the store's hash of the hold's token gives nothing.
+func bookingTokenOf(holdToken string) string {
+	sum := sha256.Sum256([]byte("seatlock booking of hold\x00" + holdToken))
+	return hex.EncodeToString(sum[:])
+}
+
+// holdTTL returns the hold length of a new screening: ttl, or the
+// service's default when nil; ErrInvalid outside MinHoldTTL to MaxHoldTTL.
+func (s *Service) holdTTL(ttl *time.Duration) (time.Duration, error) {
+	d := s.opts.DefaultHoldTTL
+	if ttl != nil {
+		d = *ttl
+	}
+	if d < MinHoldTTL || d > MaxHoldTTL {
+		return 0, invalidf("hold_ttl_ms must be from %d to %d", MinHoldTTL.Milliseconds(), MaxHoldTTL.Milliseconds())
+	}
+	return d.Truncate(time.Millisecond), nil
+}
+
+// publishHold tells the event publisher of a hold's event.
+func (s *Service) publishHold(ctx context.Context, kind EventKind, h Hold) {
+	if s.opts.Events == nil {
+		return
+	}
+	e := Event{Kind: kind, ScreeningID: h.ScreeningID, HoldID: h.ID, Seats: slices.Clone(h.Seats), At: s.opts.Now().UTC()}
+	if kind == EventHeld {
+		e.ExpiresAt = h.ExpiresAt
+	}
+	s.opts.Events.Publish(ctx, e)
+}
