@@ -37,6 +37,8 @@ func handleBookingCreate(svc *reservation.Service, m *metrics) gin.HandlerFunc {
 		conf, err := svc.Book(ctx, reservation.BookRequest{
 			ScreeningID:    sc.ID,
 			Seats:          body.Seats,
+			Count:          body.Count,
+			Adjacent:       body.Adjacent,
 			Customer:       body.Customer,
 			IdempotencyKey: key,
 		})

@@ -48,6 +48,8 @@ func handleHoldCreate(svc *reservation.Service) gin.HandlerFunc {
 		hc, err := svc.HoldSeats(c.Request.Context(), reservation.HoldRequest{
 			ScreeningID: c.Param("id"),
 			Seats:       body.Seats,
+			Count:       body.Count,
+			Adjacent:    body.Adjacent,
 			Customer:    body.Customer,
 		})
 		if err != nil {

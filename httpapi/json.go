@@ -104,9 +104,13 @@ func toBookingJSON(b reservation.Booking) bookingJSON {
 	}
 }
 
-// createBookingJSON is the body of POST /v1/screenings/{id}/bookings.
+// createBookingJSON is the body of POST /v1/screenings/{id}/bookings and
+// of POST /v1/screenings/{id}/holds: seats, or count (with adjacent) for
+// the best seats available.
 type createBookingJSON struct {
 	Seats    []string `json:"seats"`
+	Count    int      `json:"count"`
+	Adjacent bool     `json:"adjacent"`
 	Customer string   `json:"customer"`
 }
 

@@ -11,10 +11,13 @@ import (
 	"github.com/google/uuid"
 )
 
-// BookRequest is a request to book seats.
+// BookRequest is a request to book seats: the Seats named, or the best
+// Count seats available (side by side when Adjacent; see bestavailable.go).
 type BookRequest struct {
 	ScreeningID    string
 	Seats          []string
+	Count          int
+	Adjacent       bool
 	Customer       string
 	IdempotencyKey string // optional
 }
@@ -45,6 +48,12 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 	if err != nil {
 		return Confirmation{}, err
 	}
+	if best, err := bestRequest(req.Seats, req.Count, req.Adjacent); err != nil || best {
+		if err != nil {
+			return Confirmation{}, err
+		}
+		return s.bookBest(ctx, sc, req)
+	}
 	seats, err := validateBooking(sc, req)
 	if err != nil {
 		return Confirmation{}, err
@@ -57,7 +66,7 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 		}
 	}
 	if sc.Lock == LockPostgresXact {
-		return s.bookInTransaction(ctx, sc, seats, req.Customer, idem)
+		return s.bookInTransaction(ctx, sc, seats, req.Customer, idem, s.opts.LockWait)
 	}
 
 	lease, err := s.lock(ctx, sc, seats)
@@ -100,7 +109,10 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 // The write needs no fencing token: the lock cannot be lost without the
 // transaction failing, and then nothing is written. GuardFence still makes
 // the write conditional, as a second line of defence.
-func (s *Service) bookInTransaction(ctx context.Context, sc Screening, seats []string, customer string, idem *idempotency) (Confirmation, error) {
+//
+// A lockWait of 0 waits for no lock (best available): a held one is a
+// *SeatsBusyError naming its seats.
+func (s *Service) bookInTransaction(ctx context.Context, sc Screening, seats []string, customer string, idem *idempotency, lockWait time.Duration) (Confirmation, error) {
 	tb, ok := s.store.(TxBooker)
 	if !ok {
 		return Confirmation{}, fmt.Errorf("screening %s: lock strategy %q needs a store that books in a transaction: %w", sc.ID, sc.Lock, ErrUnavailable)
@@ -112,7 +124,7 @@ func (s *Service) bookInTransaction(ctx context.Context, sc Screening, seats []s
 	var c Confirmation
 	replayed := false
 	chargeID := ""
-	err := tb.BookLocked(ctx, sc.ID, seats, s.opts.LockWait, func(ctx context.Context, r Reader) (*Write, error) {
+	err := tb.BookLocked(ctx, sc.ID, seats, lockWait, func(ctx context.Context, r Reader) (*Write, error) {
 		if idem != nil {
 			var err error
 			if c, replayed, err = s.replay(ctx, r, sc.ID, idem); replayed || err != nil {
@@ -146,6 +158,8 @@ func (s *Service) bookInTransaction(ctx context.Context, sc Screening, seats []s
 	switch {
 	case err == nil && replayed:
 		return c, nil
+	case errors.As(err, new(*SeatsBusyError)):
+		return Confirmation{}, err
 	case errors.Is(err, ErrSeatBusy):
 		return Confirmation{}, &messageError{kind: ErrSeatBusy, msg: fmt.Sprintf("seats %s are being booked by someone else; try again", strings.Join(seats, ", "))}
 	case ctx.Err() != nil && err != nil:

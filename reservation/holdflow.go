@@ -13,10 +13,13 @@ import (
 	"github.com/google/uuid"
 )
 
-// HoldRequest is a request to hold seats.
+// HoldRequest is a request to hold seats: the Seats named, or the best
+// Count seats available (side by side when Adjacent), as in BookRequest.
 type HoldRequest struct {
 	ScreeningID string
 	Seats       []string
+	Count       int
+	Adjacent    bool
 	Customer    string
 }
 
@@ -52,7 +55,7 @@ func (s *Service) HoldSeats(ctx context.Context, req HoldRequest) (HoldConfirmat
 	if err != nil {
 		return HoldConfirmation{}, err
 	}
-	seats, err := validateBooking(sc, BookRequest{Seats: req.Seats, Customer: req.Customer})
+	best, err := bestRequest(req.Seats, req.Count, req.Adjacent)
 	if err != nil {
 		return HoldConfirmation{}, err
 	}
@@ -61,15 +64,18 @@ func (s *Service) HoldSeats(ctx context.Context, req HoldRequest) (HoldConfirmat
 		return HoldConfirmation{}, err
 	}
 	w := HoldWrite{
-		Hold:      Hold{ID: uuid.NewString(), ScreeningID: sc.ID, Seats: seats, Customer: req.Customer},
+		Hold:      Hold{ID: uuid.NewString(), ScreeningID: sc.ID, Customer: req.Customer},
 		TokenHash: tokenHash,
 		TTL:       sc.HoldTTL,
 	}
 	var h Hold
-	if sc.Lock == LockPostgresXact {
-		h, err = s.holdInTransaction(ctx, sc, w)
+	if best {
+		h, err = s.holdBest(ctx, sc, req, w)
 	} else {
-		h, err = s.holdLocked(ctx, sc, w)
+		w.Hold.Seats, err = validateBooking(sc, BookRequest{Seats: req.Seats, Customer: req.Customer})
+		if err == nil {
+			h, err = s.holdSeats(ctx, sc, w, s.opts.LockWait)
+		}
 	}
 	if err != nil {
 		return HoldConfirmation{}, err
@@ -78,10 +84,24 @@ func (s *Service) HoldSeats(ctx context.Context, req HoldRequest) (HoldConfirmat
 	return HoldConfirmation{Hold: h, Token: token}, nil
 }
 
+// holdSeats runs the critical section of a hold of w's seats under the
+// screening's strategy, waiting at most lockWait for the locks; 0 waits for
+// none (best available), and a held one is then a *SeatsBusyError.
+func (s *Service) holdSeats(ctx context.Context, sc Screening, w HoldWrite, lockWait time.Duration) (Hold, error) {
+	if sc.Lock == LockPostgresXact {
+		return s.holdInTransaction(ctx, sc, w, lockWait)
+	}
+	return s.holdLocked(ctx, sc, w, lockWait)
+}
+
 // holdLocked is the critical section of a hold under a lock beside the
 // store: lock, check, write the hold with the lease's fences, release.
-func (s *Service) holdLocked(ctx context.Context, sc Screening, w HoldWrite) (Hold, error) {
-	lease, err := s.lock(ctx, sc, w.Hold.Seats)
+func (s *Service) holdLocked(ctx context.Context, sc Screening, w HoldWrite, lockWait time.Duration) (Hold, error) {
+	lock := s.lock
+	if lockWait <= 0 {
+		lock = s.tryLock
+	}
+	lease, err := lock(ctx, sc, w.Hold.Seats)
 	if err != nil {
 		return Hold{}, err
 	}
@@ -107,15 +127,17 @@ func (s *Service) holdLocked(ctx context.Context, sc Screening, w HoldWrite) (Ho
 
 // holdInTransaction is the critical section of a hold under
 // LockPostgresXact: lock, check and write in one transaction of the store.
-func (s *Service) holdInTransaction(ctx context.Context, sc Screening, w HoldWrite) (Hold, error) {
+func (s *Service) holdInTransaction(ctx context.Context, sc Screening, w HoldWrite, lockWait time.Duration) (Hold, error) {
 	th, ok := s.store.(TxHolder)
 	if !ok {
 		return Hold{}, fmt.Errorf("screening %s: lock strategy %q needs a store that holds in a transaction: %w", sc.ID, sc.Lock, ErrUnavailable)
 	}
-	h, err := th.HoldLocked(ctx, sc.ID, w.Hold.Seats, s.opts.LockWait, func(ctx context.Context, r Reader) (HoldWrite, error) {
+	h, err := th.HoldLocked(ctx, sc.ID, w.Hold.Seats, lockWait, func(ctx context.Context, r Reader) (HoldWrite, error) {
 		return w, checkFree(ctx, r, sc.ID, w.Hold.Seats)
 	})
 	switch {
+	case errors.As(err, new(*SeatsBusyError)):
+		return Hold{}, err
 	case errors.Is(err, ErrSeatBusy):
 		return Hold{}, &messageError{kind: ErrSeatBusy, msg: fmt.Sprintf("seats %s are being booked by someone else; try again", strings.Join(w.Hold.Seats, ", "))}
 	case err != nil && ctx.Err() != nil:

@@ -28,7 +28,9 @@ type TxBooker interface {
 	//
 	// Taking the locks (and the connection they need) may last at most
 	// lockWait; after that BookLocked returns an error wrapping
-	// ErrSeatBusy. It returns the error of critical as it is, the errors
+	// ErrSeatBusy. A lockWait of 0 waits for no lock: when one is held
+	// it returns a *SeatsBusyError at once (best available skips those
+	// seats). It returns the error of critical as it is, the errors
 	// of Store.Book, ErrInvalid when the Write names a seat that was not
 	// locked, ErrUnavailable when the backend cannot be reached, or an
 	// error wrapping ctx.Err() when ctx ended.

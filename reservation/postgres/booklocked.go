@@ -82,8 +82,12 @@ func (s *Store) BookLocked(ctx context.Context, screeningID string, seats []stri
 }
 
 // lockSeats begins a transaction and takes the seats' locks in it within
-// lockWait. On success the caller owns tx; on failure it is rolled back.
+// lockWait, or, when lockWait is 0, without waiting (see trySeats). On
+// success the caller owns tx; on failure it is rolled back.
 func (s *Store) lockSeats(ctx context.Context, screeningID string, seats []string, lockWait time.Duration) (pgx.Tx, error) {
+	if lockWait <= 0 {
+		return s.trySeats(ctx, screeningID, seats)
+	}
 	deadline := time.Now().Add(lockWait)
 	wait, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -139,6 +143,39 @@ func (s *Store) lockSeats(ctx context.Context, screeningID string, seats []strin
 	}
 	ok = true
 	return tx, nil
+}
+
+// trySeats begins a transaction and tries the seats' locks in it without
+// waiting for any: a best-available request skips seats that another
+// request is taking. When a lock is held it rolls back and returns a
+// *reservation.SeatsBusyError naming those seats. The connection is waited
+// for as long as ctx allows: a full pool is no busy seat.
+func (s *Store) trySeats(ctx context.Context, screeningID string, seats []string) (pgx.Tx, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, translate("book locked", err)
+	}
+	keys := make([]string, len(seats))
+	seatOf := make(map[string]string, len(seats))
+	for i, seat := range seats {
+		keys[i] = reservation.SeatKey(screeningID, seat)
+		seatOf[keys[i]] = seat
+	}
+	held, err := pglock.XactTryLock(ctx, tx, keys...)
+	if err == nil && len(held) == 0 {
+		return tx, nil
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	_ = tx.Rollback(rctx)
+	if err != nil {
+		return nil, translate("book locked", err)
+	}
+	busy := make([]string, len(held))
+	for i, key := range held {
+		busy[i] = seatOf[key]
+	}
+	return nil, &reservation.SeatsBusyError{Seats: busy}
 }
 
 // txReader reads through the transaction that holds a booking's locks.

@@ -1,0 +1,302 @@
+package reservation
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Best available: the customer asks for a number of seats, optionally side
+// by side, and the server picks the best free ones. Under contention many
+// requests want the same best seats at once, so a request must never queue
+// behind another for a seat: it tries each candidate's locks without
+// waiting, and a seat someone else is taking is skipped like a booked one.
+// Only when no suitable set is left that nobody else is taking is the
+// answer ErrSoldOut.
+//
+// The order, best first (docs/api.md restates it):
+//   - rows by their distance from the middle row (for an even number of
+//     rows the two middle rows tie); a tie goes to the row further back
+//     (the later letter);
+//   - within a row, seats by their distance from the middle of the row; a
+//     tie goes to the lower number;
+//   - adjacent seats: a block of count consecutive seats in one row, rows
+//     in the order above, then blocks by the distance of their centre from
+//     the middle of the row, a tie to the lower first number;
+//   - seats that need not be adjacent: the count best single seats in the
+//     order above, so they may span rows.
+
+// SeatsBusyError says which seats' locks someone else holds. It matches
+// ErrSeatBusy with errors.Is.
+type SeatsBusyError struct {
+	Seats []string
+}
+
+func (e *SeatsBusyError) Error() string {
+	return fmt.Sprintf("seats being taken by someone else: %s", strings.Join(e.Seats, ", "))
+}
+
+// Is makes errors.Is(err, ErrSeatBusy) true.
+func (e *SeatsBusyError) Is(target error) bool { return target == ErrSeatBusy }
+
+// SeatTryLocker is a SeatLocker that can take the seats' locks without
+// waiting. A best-available request uses it to skip seats that another
+// request is taking; a locker that is not one is waited for, as a booking
+// of named seats would.
+type SeatTryLocker interface {
+	// TryLockSeats takes the locks of the given seats (sorted, distinct),
+	// all or nothing, without waiting for any held by someone else. When
+	// one was held it holds none and returns a *SeatsBusyError naming the
+	// seats it found held (an empty list when they came free while it
+	// looked); it returns ErrUnavailable when the backend cannot be
+	// reached.
+	TryLockSeats(ctx context.Context, screeningID string, seats []string) (SeatLease, error)
+}
+
+// seatOrder returns every seat of the screening, best first.
+func seatOrder(sc Screening) []string {
+	out := make([]string, 0, sc.Capacity())
+	for _, r := range rowOrder(sc) {
+		for _, n := range numberOrder(sc.SeatsPerRow, 1) {
+			out = append(out, SeatID(r, n))
+		}
+	}
+	return out
+}
+
+// rowOrder returns the row indexes (0 for A), middle first, a tie to the
+// row further back.
+func rowOrder(sc Screening) []int {
+	rows := make([]int, sc.Rows)
+	for i := range rows {
+		rows[i] = i
+	}
+	slices.SortFunc(rows, func(a, b int) int {
+		// Distances are doubled so that a half-way middle stays whole.
+		return cmp.Or(cmp.Compare(abs(2*a-(sc.Rows-1)), abs(2*b-(sc.Rows-1))), cmp.Compare(b, a))
+	})
+	return rows
+}
+
+// numberOrder returns the first numbers of the blocks of width seats in a
+// row of perRow seats, the block nearest the middle first, a tie to the
+// lower number. Width 1 orders single seats.
+func numberOrder(perRow, width int) []int {
+	starts := make([]int, 0, max(perRow-width+1, 0))
+	for s := 1; s+width-1 <= perRow; s++ {
+		starts = append(starts, s)
+	}
+	// A block's centre is s + (width-1)/2, the row's (perRow+1)/2; doubled.
+	dist := func(s int) int { return abs(2*s + width - 1 - (perRow + 1)) }
+	slices.SortFunc(starts, func(a, b int) int { return cmp.Or(cmp.Compare(dist(a), dist(b)), cmp.Compare(a, b)) })
+	return starts
+}
+
+func abs(x int) int { return max(x, -x) }
+
+// candidates returns the best seat set for count seats (adjacent or not)
+// that uses no seat in skip; nil when none is left.
+func candidates(sc Screening, order []string, count int, adjacent bool, skip map[string]bool) []string {
+	if !adjacent {
+		var set []string
+		for _, seat := range order {
+			if !skip[seat] {
+				if set = append(set, seat); len(set) == count {
+					sortSeats(set)
+					return set
+				}
+			}
+		}
+		return nil
+	}
+	for _, r := range rowOrder(sc) {
+	blocks:
+		for _, s := range numberOrder(sc.SeatsPerRow, count) {
+			set := make([]string, count)
+			for i := range set {
+				set[i] = SeatID(r, s+i)
+				if skip[set[i]] {
+					continue blocks
+				}
+			}
+			return set
+		}
+	}
+	return nil
+}
+
+// search finds the best free seats for a best-available request and runs
+// attempt on them. attempt takes the seats' locks without waiting, checks
+// them and writes; it returns an error wrapping ErrSeatBusy when a lock was
+// held, ErrSeatTaken or ErrSeatHeld when a seat turned out unavailable, in
+// which cases search goes on with the next candidate. Any other error, or
+// success, ends the search. It returns ErrSoldOut when no candidate is
+// left, and ErrSeatBusy when the lock wait passes before one succeeds.
+func (s *Service) search(ctx context.Context, sc Screening, count int, adjacent bool, attempt func(seats []string) error) error {
+	skip := make(map[string]bool)
+	booked, err := s.store.BookedSeats(ctx, sc.ID)
+	if err != nil {
+		return err
+	}
+	held, err := s.store.SeatHolds(ctx, sc.ID)
+	if err != nil {
+		return err
+	}
+	for seat := range booked {
+		skip[seat] = true
+	}
+	for seat := range held {
+		skip[seat] = true
+	}
+	order := seatOrder(sc)
+	deadline := time.Now().Add(s.opts.LockWait)
+	busy := 0
+	for {
+		set := candidates(sc, order, count, adjacent, skip)
+		if set == nil {
+			what := fmt.Sprintf("%d free seats", count)
+			if adjacent && count > 1 {
+				what = fmt.Sprintf("%d free seats side by side", count)
+			}
+			msg := fmt.Sprintf("screening %s has no %s left", sc.ID, what)
+			if busy > 0 {
+				msg += " that nobody else is taking"
+			}
+			return &messageError{kind: ErrSoldOut, msg: msg}
+		}
+		if time.Now().After(deadline) {
+			return &messageError{kind: ErrSeatBusy, msg: fmt.Sprintf("no free seats could be had within the lock wait of %v; try again", s.opts.LockWait)}
+		}
+		err := attempt(set)
+		var busySeats *SeatsBusyError
+		var taken *SeatsTakenError
+		var heldErr *SeatsHeldError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &busySeats):
+			// Someone is taking these: never wait, try the next best. An
+			// empty list (the lock came free again while the locker
+			// looked for the busy one) tries the same seats again.
+			busy++
+			for _, seat := range busySeats.Seats {
+				skip[seat] = true
+			}
+		case errors.Is(err, ErrSeatBusy):
+			// A locker that cannot tell which seat was busy.
+			busy++
+			for _, seat := range set {
+				skip[seat] = true
+			}
+		case errors.As(err, &taken):
+			for _, seat := range taken.Seats {
+				skip[seat] = true
+			}
+		case errors.As(err, &heldErr):
+			for _, seat := range heldErr.Seats {
+				skip[seat] = true
+			}
+		default:
+			return err
+		}
+	}
+}
+
+// tryLock takes the seats' locks of the screening's strategy without
+// waiting where the locker can (see SeatTryLocker), else waiting at most
+// the lock wait.
+func (s *Service) tryLock(ctx context.Context, sc Screening, seats []string) (SeatLease, error) {
+	if sc.Lock == LockNone {
+		return noLease{}, nil
+	}
+	if t, ok := s.opts.Lockers[sc.Lock].(SeatTryLocker); ok {
+		return t.TryLockSeats(ctx, sc.ID, seats)
+	}
+	return s.lock(ctx, sc, seats)
+}
+
+// validateBest checks a best-available request: a count of 1 to
+// MaxSeatsPerBooking, no seats named, a valid customer.
+func validateBest(sc Screening, count int, customer string) error {
+	if count < 1 || count > MaxSeatsPerBooking {
+		return invalidf("count must be from 1 to %d", MaxSeatsPerBooking)
+	}
+	if count > sc.Capacity() {
+		return invalidf("count %d is more than the %d seats of screening %s", count, sc.Capacity(), sc.ID)
+	}
+	if err := validText(customer, MaxCustomerLen); err != nil {
+		return invalidf("customer %s", err)
+	}
+	return nil
+}
+
+// bestRequest checks the shape of a request that may be best available:
+// seats or a count, never both, never neither; adjacent only with a count.
+func bestRequest(seats []string, count int, adjacent bool) (best bool, err error) {
+	switch {
+	case len(seats) > 0 && count != 0:
+		return false, invalidf("send either seats or count, not both")
+	case len(seats) == 0 && count == 0:
+		if adjacent {
+			return false, invalidf("adjacent needs a count")
+		}
+		return false, invalidf("send seats (1 to %d seat ids) or count (1 to %d)", MaxSeatsPerBooking, MaxSeatsPerBooking)
+	case adjacent && count == 0:
+		return false, invalidf("adjacent goes with count, not with seats")
+	}
+	return count != 0, nil
+}
+
+// bookBest books the best count seats available for req: each candidate
+// runs the critical section of a booking (try the locks, check, pay,
+// write), and a candidate that someone else is taking or took is skipped.
+func (s *Service) bookBest(ctx context.Context, sc Screening, req BookRequest) (Confirmation, error) {
+	if err := validateBest(sc, req.Count, req.Customer); err != nil {
+		return Confirmation{}, err
+	}
+	var idem *idempotency
+	if req.IdempotencyKey != "" {
+		// The request, not the seats it got, is what a retry repeats.
+		idem = newIdempotency(req.IdempotencyKey, []string{fmt.Sprintf("count=%d adjacent=%t", req.Count, req.Adjacent)}, req.Customer)
+		if c, ok, err := s.replay(ctx, s.store, sc.ID, idem); ok || err != nil {
+			return c, err
+		}
+	}
+	var c Confirmation
+	err := s.search(ctx, sc, req.Count, req.Adjacent, func(seats []string) (err error) {
+		if sc.Lock == LockPostgresXact {
+			c, err = s.bookInTransaction(ctx, sc, seats, req.Customer, idem, 0)
+			return err
+		}
+		lease, err := s.tryLock(ctx, sc, seats)
+		if err != nil {
+			return err
+		}
+		defer s.release(ctx, lease)
+		if err := checkFree(ctx, s.store, sc.ID, seats); err != nil {
+			return err
+		}
+		c, err = s.payAndWrite(ctx, sc, seats, req.Customer, lease, idem)
+		return err
+	})
+	return c, err
+}
+
+// holdBest holds the best count seats available for req, skipping those
+// that someone else is taking, as bookBest does.
+func (s *Service) holdBest(ctx context.Context, sc Screening, req HoldRequest, w HoldWrite) (Hold, error) {
+	if err := validateBest(sc, req.Count, req.Customer); err != nil {
+		return Hold{}, err
+	}
+	var h Hold
+	err := s.search(ctx, sc, req.Count, req.Adjacent, func(seats []string) (err error) {
+		w.Hold.Seats = seats
+		h, err = s.holdSeats(ctx, sc, w, 0)
+		return err
+	})
+	return h, err
+}
