@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seatlock/seatlock/reservation"
 )
@@ -39,7 +41,7 @@ func toHoldJSON(h reservation.Hold) holdJSON {
 }
 
 // handleHoldCreate holds seats: 201 with the hold and its token.
-func handleHoldCreate(svc *reservation.Service) gin.HandlerFunc {
+func handleHoldCreate(svc *reservation.Service, m *metrics) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		var body createBookingJSON
 		if !decodeJSON(c, &body) {
@@ -56,6 +58,7 @@ func handleHoldCreate(svc *reservation.Service) gin.HandlerFunc {
 			respondErr(c, err)
 			return
 		}
+		m.holds.WithLabelValues("held").Inc()
 		out := toHoldJSON(hc.Hold)
 		out.Token = hc.Token
 		c.Header("Location", "/v1/holds/"+out.ID)
@@ -87,14 +90,17 @@ func handleHoldGet(svc *reservation.Service) gin.HandlerFunc {
 // "Authorization: Bearer <token>": 201 with the booking and its token, or
 // 200 with the same again when the hold was confirmed before, so that a
 // client may retry a confirm whose answer it lost.
-func handleHoldConfirm(svc *reservation.Service) gin.HandlerFunc {
+func handleHoldConfirm(svc *reservation.Service, m *metrics) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id, ok := holdID(c)
 		if !ok {
 			return
 		}
 		token, _ := bearerToken(c.Request)
-		conf, created, err := svc.ConfirmHold(c.Request.Context(), id, token)
+		conf, err := svc.ConfirmHold(c.Request.Context(), id, token)
+		if errors.Is(err, reservation.ErrHoldExpired) {
+			m.holds.WithLabelValues("expired").Inc()
+		}
 		if err != nil {
 			respondErr(c, err)
 			return
@@ -103,8 +109,10 @@ func handleHoldConfirm(svc *reservation.Service) gin.HandlerFunc {
 		out.Token = conf.Token
 		c.Header("Location", "/v1/bookings/"+out.ID)
 		status := http.StatusOK
-		if created {
+		if conf.Created {
 			status = http.StatusCreated
+			m.holds.WithLabelValues("confirmed").Inc()
+			m.confirmDelay.Observe(conf.Booking.CreatedAt.Sub(conf.Hold.CreatedAt).Seconds())
 		}
 		c.JSON(status, out)
 	}
@@ -112,17 +120,48 @@ func handleHoldConfirm(svc *reservation.Service) gin.HandlerFunc {
 
 // handleHoldRelease releases a hold with its token in the Authorization
 // header: 204, its seats free again.
-func handleHoldRelease(svc *reservation.Service) gin.HandlerFunc {
+func handleHoldRelease(svc *reservation.Service, m *metrics) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id, ok := holdID(c)
 		if !ok {
 			return
 		}
 		token, _ := bearerToken(c.Request)
-		if err := svc.ReleaseHold(c.Request.Context(), id, token); err != nil {
+		released, err := svc.ReleaseHold(c.Request.Context(), id, token)
+		if err != nil {
 			respondErr(c, err)
 			return
 		}
+		if released {
+			m.holds.WithLabelValues("released").Inc()
+		}
 		c.Status(http.StatusNoContent)
 	}
+}
+
+// holdMetrics count the holds of this instance by what became of them,
+// and how long customers took from hold to confirm.
+type holdMetrics struct {
+	holds        *prometheus.CounterVec // outcome
+	confirmDelay prometheus.Histogram
+}
+
+func newHoldMetrics(reg *prometheus.Registry) holdMetrics {
+	m := holdMetrics{
+		holds: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seatlock_holds_total",
+			Help: `Holds by outcome: "held" (made), "confirmed", "released" (before expiry), "expired" (found expired by a confirm; a hold nobody comes back to expires unseen).`,
+		}, []string{"outcome"})),
+		confirmDelay: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "seatlock_hold_confirm_delay_seconds",
+			Help:    "Time from a hold to the confirm that turned it into a booking: how long customers take to pay.",
+			Buckets: prometheus.ExponentialBuckets(0.25, 2, 15), // 250ms to ~68min
+		})),
+	}
+	// Every outcome is a series from the start, so that rate() sees its
+	// first increase.
+	for _, o := range []string{"held", "confirmed", "released", "expired"} {
+		m.holds.WithLabelValues(o)
+	}
+	return m
 }

@@ -24,10 +24,10 @@ func addRoutes(r *gin.Engine, svc *reservation.Service, opts Options, m *metrics
 	v1.POST("/screenings/:id/bookings", handleBookingCreate(svc, m))
 	v1.GET("/bookings/:id", handleBookingGet(svc))
 	v1.DELETE("/bookings/:id", handleBookingCancel(svc))
-	v1.POST("/screenings/:id/holds", handleHoldCreate(svc))
+	v1.POST("/screenings/:id/holds", handleHoldCreate(svc, m))
 	v1.GET("/holds/:id", handleHoldGet(svc))
-	v1.POST("/holds/:id/confirm", handleHoldConfirm(svc))
-	v1.DELETE("/holds/:id", handleHoldRelease(svc))
+	v1.POST("/holds/:id/confirm", handleHoldConfirm(svc, m))
+	v1.DELETE("/holds/:id", handleHoldRelease(svc, m))
 
 	r.NoRoute(handleNoRoute())
 	r.NoMethod(handleNoMethod())

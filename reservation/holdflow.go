@@ -180,10 +180,19 @@ func (s *Service) Hold(ctx context.Context, id string) (Hold, error) {
 	return h, err
 }
 
+// ConfirmedHold is the answer to a confirm: the booking and its token, the
+// hold as it was found, and whether this confirm made the booking (false
+// for a repeat of an earlier confirm).
+type ConfirmedHold struct {
+	Confirmation
+	Hold    Hold
+	Created bool
+}
+
 // ConfirmHold turns a live hold into a booking, with the hold's token. No
 // lock is taken: the hold keeps the seats, and the store makes the confirm
 // atomic with respect to the hold's expiry, its release and another
-// confirm. created is false when the hold was confirmed before (by this
+// confirm. Created is false when the hold was confirmed before (by this
 // request's earlier try, or a concurrent one): the answer is then that
 // same booking again, with the same token.
 //
@@ -194,19 +203,19 @@ func (s *Service) Hold(ctx context.Context, id string) (Hold, error) {
 // It returns ErrNotFound, ErrUnauthorized when the token is empty,
 // ErrForbidden when it is wrong, ErrHoldExpired when the hold has expired,
 // ErrConflict when it was released, ErrUnavailable, or ctx's error.
-func (s *Service) ConfirmHold(ctx context.Context, id, token string) (c Confirmation, created bool, err error) {
+func (s *Service) ConfirmHold(ctx context.Context, id, token string) (ConfirmedHold, error) {
 	h, err := s.authorizedHold(ctx, id, token, "confirming")
 	if err != nil {
-		return Confirmation{}, false, err
+		return ConfirmedHold{}, err
 	}
 	bookingToken := bookingTokenOf(token)
 	switch h.Status {
 	case HoldConfirmed:
 		return s.confirmed(ctx, h, bookingToken)
 	case HoldReleased:
-		return Confirmation{}, false, &messageError{kind: ErrConflict, msg: "the hold was released; hold the seats again"}
+		return ConfirmedHold{}, &messageError{kind: ErrConflict, msg: "the hold was released; hold the seats again"}
 	case HoldExpired:
-		return Confirmation{}, false, expired(h)
+		return ConfirmedHold{}, expired(h)
 	}
 	th := sha256.Sum256([]byte(bookingToken))
 	b := Booking{
@@ -221,31 +230,31 @@ func (s *Service) ConfirmHold(ctx context.Context, id, token string) (c Confirma
 	switch {
 	case err == nil:
 		s.publish(ctx, EventBooked, b)
-		return Confirmation{Booking: b, Token: bookingToken}, true, nil
+		return ConfirmedHold{Confirmation: Confirmation{Booking: b, Token: bookingToken}, Hold: h, Created: true}, nil
 	case errors.Is(err, ErrHoldExpired):
-		return Confirmation{}, false, expired(h)
+		return ConfirmedHold{}, expired(h)
 	case errors.Is(err, ErrConflict):
 		// Another confirm of this hold won, or a release did: read which.
 		now, _, rerr := s.store.Hold(ctx, h.ID)
 		if rerr != nil {
-			return Confirmation{}, false, rerr
+			return ConfirmedHold{}, rerr
 		}
 		if now.Status == HoldConfirmed {
 			return s.confirmed(ctx, now, bookingToken)
 		}
-		return Confirmation{}, false, &messageError{kind: ErrConflict, msg: fmt.Sprintf("the hold is %s; hold the seats again", now.Status)}
+		return ConfirmedHold{}, &messageError{kind: ErrConflict, msg: fmt.Sprintf("the hold is %s; hold the seats again", now.Status)}
 	default:
-		return Confirmation{}, false, err
+		return ConfirmedHold{}, err
 	}
 }
 
 // confirmed answers a confirm of a hold confirmed before: its booking.
-func (s *Service) confirmed(ctx context.Context, h Hold, bookingToken string) (Confirmation, bool, error) {
+func (s *Service) confirmed(ctx context.Context, h Hold, bookingToken string) (ConfirmedHold, error) {
 	b, _, err := s.store.Booking(ctx, h.BookingID)
 	if err != nil {
-		return Confirmation{}, false, err
+		return ConfirmedHold{}, err
 	}
-	return Confirmation{Booking: b, Token: bookingToken}, false, nil
+	return ConfirmedHold{Confirmation: Confirmation{Booking: b, Token: bookingToken}, Hold: h}, nil
 }
 
 func expired(h Hold) error {
@@ -256,23 +265,26 @@ func expired(h Hold) error {
 // a released or expired hold changes nothing. It returns ErrNotFound,
 // ErrUnauthorized, ErrForbidden, ErrConflict when the hold was confirmed
 // (cancel the booking instead), ErrUnavailable, or ctx's error.
-func (s *Service) ReleaseHold(ctx context.Context, id, token string) error {
+//
+// released reports whether this release freed the seats of a live hold.
+func (s *Service) ReleaseHold(ctx context.Context, id, token string) (released bool, err error) {
 	h, err := s.authorizedHold(ctx, id, token, "releasing")
 	if err != nil {
-		return err
+		return false, err
 	}
 	before, err := s.store.ReleaseHold(ctx, h.ID)
 	if errors.Is(err, ErrConflict) {
-		return &messageError{kind: ErrConflict, msg: "the hold is confirmed; cancel its booking instead"}
+		return false, &messageError{kind: ErrConflict, msg: "the hold is confirmed; cancel its booking instead"}
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
-	if before == HoldHeld {
-		// Only the release that freed the seats tells anybody.
-		s.publishHold(ctx, EventReleased, h)
+	if before != HoldHeld {
+		return false, nil
 	}
-	return nil
+	// Only the release that freed the seats tells anybody.
+	s.publishHold(ctx, EventReleased, h)
+	return true, nil
 }
 
 // authorizedHold reads a hold and checks the token against its hash.

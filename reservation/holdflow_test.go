@@ -52,27 +52,27 @@ func TestHoldConfirmRelease(t *testing.T) {
 		}
 	}
 
-	if _, _, err := svc.ConfirmHold(ctx, h.ID, ""); !errors.Is(err, reservation.ErrUnauthorized) {
+	if _, err := svc.ConfirmHold(ctx, h.ID, ""); !errors.Is(err, reservation.ErrUnauthorized) {
 		t.Errorf("ConfirmHold without a token: %v, want ErrUnauthorized", err)
 	}
-	if _, _, err := svc.ConfirmHold(ctx, h.ID, "wrong"); !errors.Is(err, reservation.ErrForbidden) {
+	if _, err := svc.ConfirmHold(ctx, h.ID, "wrong"); !errors.Is(err, reservation.ErrForbidden) {
 		t.Errorf("ConfirmHold with a wrong token: %v, want ErrForbidden", err)
 	}
-	if err := svc.ReleaseHold(ctx, h.ID, "wrong"); !errors.Is(err, reservation.ErrForbidden) {
+	if _, err := svc.ReleaseHold(ctx, h.ID, "wrong"); !errors.Is(err, reservation.ErrForbidden) {
 		t.Errorf("ReleaseHold with a wrong token: %v, want ErrForbidden", err)
 	}
-	c, created, err := svc.ConfirmHold(ctx, h.ID, hc.Token)
-	if err != nil || !created {
-		t.Fatalf("ConfirmHold = %v, %v; want a new booking", created, err)
+	c, err := svc.ConfirmHold(ctx, h.ID, hc.Token)
+	if err != nil || !c.Created || !c.Hold.CreatedAt.Equal(h.CreatedAt) {
+		t.Fatalf("ConfirmHold = %+v, %v; want a new booking from the hold", c, err)
 	}
 	if !slices.Equal(c.Booking.Seats, h.Seats) || c.Booking.Customer != "ann" || c.Token == "" || c.Token == hc.Token {
 		t.Errorf("booking %+v with token %q; want the hold's seats and customer, and a token of its own", c.Booking, c.Token)
 	}
-	again, created, err := svc.ConfirmHold(ctx, h.ID, hc.Token)
-	if err != nil || created || again.Booking.ID != c.Booking.ID || again.Token != c.Token {
-		t.Errorf("repeat ConfirmHold = %+v, %v, %v; want the same booking and token, not created", again, created, err)
+	again, err := svc.ConfirmHold(ctx, h.ID, hc.Token)
+	if err != nil || again.Created || again.Booking.ID != c.Booking.ID || again.Token != c.Token {
+		t.Errorf("repeat ConfirmHold = %+v, %v; want the same booking and token, not created", again, err)
 	}
-	if err := svc.ReleaseHold(ctx, h.ID, hc.Token); !errors.Is(err, reservation.ErrConflict) {
+	if _, err := svc.ReleaseHold(ctx, h.ID, hc.Token); !errors.Is(err, reservation.ErrConflict) {
 		t.Errorf("ReleaseHold after confirm: %v, want ErrConflict", err)
 	}
 	// The booking's token cancels it.
@@ -115,13 +115,13 @@ func TestHoldReleaseAndExpiry(t *testing.T) {
 	}
 
 	first := hold()
-	if err := svc.ReleaseHold(ctx, first.Hold.ID, first.Token); err != nil {
-		t.Fatalf("ReleaseHold: %v", err)
+	if released, err := svc.ReleaseHold(ctx, first.Hold.ID, first.Token); err != nil || !released {
+		t.Fatalf("ReleaseHold = %v, %v; want released", released, err)
 	}
-	if err := svc.ReleaseHold(ctx, first.Hold.ID, first.Token); err != nil {
-		t.Fatalf("second ReleaseHold: %v", err)
+	if released, err := svc.ReleaseHold(ctx, first.Hold.ID, first.Token); err != nil || released {
+		t.Fatalf("second ReleaseHold = %v, %v; want nothing released, no error", released, err)
 	}
-	if _, _, err := svc.ConfirmHold(ctx, first.Hold.ID, first.Token); !errors.Is(err, reservation.ErrConflict) {
+	if _, err := svc.ConfirmHold(ctx, first.Hold.ID, first.Token); !errors.Is(err, reservation.ErrConflict) {
 		t.Errorf("ConfirmHold after release: %v, want ErrConflict", err)
 	}
 
@@ -129,14 +129,14 @@ func TestHoldReleaseAndExpiry(t *testing.T) {
 	mu.Lock()
 	now = now.Add(ttl)
 	mu.Unlock()
-	if _, _, err := svc.ConfirmHold(ctx, second.Hold.ID, second.Token); !errors.Is(err, reservation.ErrHoldExpired) {
+	if _, err := svc.ConfirmHold(ctx, second.Hold.ID, second.Token); !errors.Is(err, reservation.ErrHoldExpired) {
 		t.Errorf("ConfirmHold at expiry: %v, want ErrHoldExpired", err)
 	}
 	if got, err := svc.Hold(ctx, second.Hold.ID); err != nil || got.Status != reservation.HoldExpired {
 		t.Errorf("Hold at expiry = %+v, %v; want expired", got, err)
 	}
-	if err := svc.ReleaseHold(ctx, second.Hold.ID, second.Token); err != nil {
-		t.Errorf("ReleaseHold of an expired hold: %v, want nil", err)
+	if released, err := svc.ReleaseHold(ctx, second.Hold.ID, second.Token); err != nil || released {
+		t.Errorf("ReleaseHold of an expired hold = %v, %v; want nothing released, no error", released, err)
 	}
 	hold() // A1 is free again
 

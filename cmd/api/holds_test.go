@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,7 +36,11 @@ func TestHolds(t *testing.T) {
 			return map[string]string{"REDIS_URL": testenv.RedisURL(t), "DATABASE_URL": testenv.NewDatabase(t)}
 		},
 	} {
-		t.Run(name, func(t *testing.T) { testHolds(t, startAPI(t, env(t)).url) })
+		t.Run(name, func(t *testing.T) {
+			base := startAPI(t, env(t)).url
+			testHolds(t, base)
+			checkHoldMetrics(t, base)
+		})
 	}
 }
 
@@ -162,6 +167,25 @@ func testHolds(t *testing.T, base string) {
 			t.Errorf("seats after bad requests: %+v", seats)
 		}
 	})
+}
+
+// checkHoldMetrics checks the hold series of an instance after testHolds:
+// 4 holds made, 1 confirmed, 1 released, 2 confirms that found theirs
+// expired, and one confirm delay observed.
+func checkHoldMetrics(t *testing.T, base string) {
+	t.Helper()
+	body := string(call(t, "GET", base+"/metrics", "").body)
+	for _, want := range []string{
+		`seatlock_holds_total{outcome="held"} 4`,
+		`seatlock_holds_total{outcome="confirmed"} 1`,
+		`seatlock_holds_total{outcome="released"} 1`,
+		`seatlock_holds_total{outcome="expired"} 2`,
+		`seatlock_hold_confirm_delay_seconds_count 1`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 }
 
 // mustHold holds seats through the API and returns the hold.
