@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -57,29 +58,29 @@ type SeatTryLocker interface {
 	TryLockSeats(ctx context.Context, screeningID string, seats []string) (SeatLease, error)
 }
 
-// seatOrder returns every seat of the screening, best first.
-func seatOrder(sc Screening) []string {
-	out := make([]string, 0, sc.Capacity())
-	for _, r := range rowOrder(sc) {
-		for _, n := range numberOrder(sc.SeatsPerRow, 1) {
-			out = append(out, SeatID(r, n))
-		}
+// seatIndex numbers the seats of a layout row by row from 0: A1 is 0, B1
+// is perRow. The search works on these numbers; seat ids are made only for
+// the seats it tries.
+func seatIndex(id string, perRow int) (int, bool) {
+	row, n, err := ParseSeatID(id)
+	if err != nil || n > perRow {
+		return 0, false
 	}
-	return out
+	return int(row-'A')*perRow + n - 1, true
 }
 
 // rowOrder returns the row indexes (0 for A), middle first, a tie to the
 // row further back.
-func rowOrder(sc Screening) []int {
-	rows := make([]int, sc.Rows)
-	for i := range rows {
-		rows[i] = i
+func rowOrder(rows int) []int {
+	order := make([]int, rows)
+	for i := range order {
+		order[i] = i
 	}
-	slices.SortFunc(rows, func(a, b int) int {
+	slices.SortFunc(order, func(a, b int) int {
 		// Distances are doubled so that a half-way middle stays whole.
-		return cmp.Or(cmp.Compare(abs(2*a-(sc.Rows-1)), abs(2*b-(sc.Rows-1))), cmp.Compare(b, a))
+		return cmp.Or(cmp.Compare(abs(2*a-(rows-1)), abs(2*b-(rows-1))), cmp.Compare(b, a))
 	})
-	return rows
+	return order
 }
 
 // numberOrder returns the first numbers of the blocks of width seats in a
@@ -98,35 +99,109 @@ func numberOrder(perRow, width int) []int {
 
 func abs(x int) int { return max(x, -x) }
 
-// candidates returns the best seat set for count seats (adjacent or not)
-// that uses no seat in skip; nil when none is left.
-func candidates(sc Screening, order []string, count int, adjacent bool, skip map[string]bool) []string {
-	if !adjacent {
+// blockOrder returns the seat index of the first seat of every block of
+// width seats side by side in a layout, best block first (width 1: every
+// seat, best first).
+func blockOrder(rows, perRow, width int) []int {
+	var out []int
+	for _, r := range rowOrder(rows) {
+		for _, n := range numberOrder(perRow, width) {
+			out = append(out, r*perRow+n-1)
+		}
+	}
+	return out
+}
+
+// orderKey names one order of blockOrder.
+type orderKey struct{ rows, perRow, width int }
+
+// orders caches blockOrder: a layout's order never changes, and computing
+// it for every request of a busy screening would cost more than the rest
+// of the search.
+type orders struct {
+	// mu protects m, which only grows: at most MaxRows * MaxSeatsPerRow *
+	// MaxSeatsPerBooking small entries, fewer in practice (few layouts).
+	mu sync.Mutex
+	m  map[orderKey][]int
+}
+
+func (o *orders) get(rows, perRow, width int) []int {
+	k := orderKey{rows, perRow, width}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if order, ok := o.m[k]; ok {
+		return order
+	}
+	if o.m == nil {
+		o.m = make(map[orderKey][]int)
+	}
+	order := blockOrder(rows, perRow, width)
+	o.m[k] = order
+	return order
+}
+
+// picker hands out the candidate seat sets of one best-available request,
+// best first, leaving out every set with a seat in skip.
+//
+// Its cursor only moves forward. That is correct because skip only grows:
+// a set the cursor has passed had a seat in skip, or was tried and
+// failed, which put a seat of it into skip (see search), so it can never
+// come back. Without the cursor, every one of the many requests that race
+// for the same best seats would rescan the layout from its best seat after
+// each try it loses.
+type picker struct {
+	sc       Screening
+	count    int
+	adjacent bool
+	order    []int  // blockOrder of the layout for count (adjacent) or 1
+	skip     []bool // by seat index: booked, held, or being taken
+	next     int    // position in order of the first set not yet passed
+}
+
+// candidate returns the best set left, as sorted seat ids, or nil.
+func (p *picker) candidate() []string {
+	if !p.adjacent {
 		var set []string
-		for _, seat := range order {
-			if !skip[seat] {
-				if set = append(set, seat); len(set) == count {
-					sortSeats(set)
-					return set
+		for k := p.next; k < len(p.order); k++ {
+			i := p.order[k]
+			if p.skip[i] {
+				if len(set) == 0 {
+					p.next = k + 1 // a skipped seat before the first free one: passed for good
 				}
+				continue
+			}
+			if set = append(set, SeatID(i/p.sc.SeatsPerRow, i%p.sc.SeatsPerRow+1)); len(set) == p.count {
+				sortSeats(set)
+				return set
 			}
 		}
 		return nil
 	}
-	for _, r := range rowOrder(sc) {
-	blocks:
-		for _, s := range numberOrder(sc.SeatsPerRow, count) {
-			set := make([]string, count)
-			for i := range set {
-				set[i] = SeatID(r, s+i)
-				if skip[set[i]] {
-					continue blocks
-				}
+blocks:
+	for ; p.next < len(p.order); p.next++ {
+		first := p.order[p.next]
+		for i := first; i < first+p.count; i++ {
+			if p.skip[i] {
+				continue blocks
 			}
-			return set
 		}
+		set := make([]string, p.count)
+		for k := range set {
+			i := first + k
+			set[k] = SeatID(i/p.sc.SeatsPerRow, i%p.sc.SeatsPerRow+1)
+		}
+		return set
 	}
 	return nil
+}
+
+// mark puts the seats into skip.
+func (p *picker) mark(seats []string) {
+	for _, id := range seats {
+		if i, ok := seatIndex(id, p.sc.SeatsPerRow); ok && i < len(p.skip) {
+			p.skip[i] = true
+		}
+	}
 }
 
 // search finds the best free seats for a best-available request and runs
@@ -137,26 +212,40 @@ func candidates(sc Screening, order []string, count int, adjacent bool, skip map
 // success, ends the search. It returns ErrSoldOut when no candidate is
 // left, and ErrSeatBusy when the lock wait passes before one succeeds.
 func (s *Service) search(ctx context.Context, sc Screening, count int, adjacent bool, attempt func(seats []string) error) error {
-	skip := make(map[string]bool)
-	booked, err := s.store.BookedSeats(ctx, sc.ID)
-	if err != nil {
+	width := 1
+	if adjacent {
+		width = count
+	}
+	p := &picker{sc: sc, count: count, adjacent: adjacent,
+		order: s.orders.get(sc.Rows, sc.SeatsPerRow, width), skip: make([]bool, sc.Capacity())}
+	// unavailable marks the seats booked or held now. It runs again when a
+	// candidate turns out taken: under contention the map read at the
+	// start grows stale fast, and one read is cheaper than trying every
+	// seat others took since, one candidate at a time.
+	unavailable := func() error {
+		booked, err := s.store.BookedSeats(ctx, sc.ID)
+		if err != nil {
+			return err
+		}
+		held, err := s.store.SeatHolds(ctx, sc.ID)
+		if err != nil {
+			return err
+		}
+		for id := range booked {
+			p.mark([]string{id})
+		}
+		for id := range held {
+			p.mark([]string{id})
+		}
+		return nil
+	}
+	if err := unavailable(); err != nil {
 		return err
 	}
-	held, err := s.store.SeatHolds(ctx, sc.ID)
-	if err != nil {
-		return err
-	}
-	for seat := range booked {
-		skip[seat] = true
-	}
-	for seat := range held {
-		skip[seat] = true
-	}
-	order := seatOrder(sc)
 	deadline := time.Now().Add(s.opts.LockWait)
 	busy := 0
 	for {
-		set := candidates(sc, order, count, adjacent, skip)
+		set := p.candidate()
 		if set == nil {
 			what := fmt.Sprintf("%d free seats", count)
 			if adjacent && count > 1 {
@@ -183,22 +272,20 @@ func (s *Service) search(ctx context.Context, sc Screening, count int, adjacent 
 			// empty list (the lock came free again while the locker
 			// looked for the busy one) tries the same seats again.
 			busy++
-			for _, seat := range busySeats.Seats {
-				skip[seat] = true
-			}
+			p.mark(busySeats.Seats)
 		case errors.Is(err, ErrSeatBusy):
 			// A locker that cannot tell which seat was busy.
 			busy++
-			for _, seat := range set {
-				skip[seat] = true
-			}
+			p.mark(set)
 		case errors.As(err, &taken):
-			for _, seat := range taken.Seats {
-				skip[seat] = true
+			p.mark(taken.Seats)
+			if err := unavailable(); err != nil {
+				return err
 			}
 		case errors.As(err, &heldErr):
-			for _, seat := range heldErr.Seats {
-				skip[seat] = true
+			p.mark(heldErr.Seats)
+			if err := unavailable(); err != nil {
+				return err
 			}
 		default:
 			return err

@@ -70,6 +70,9 @@ type Service struct {
 	// one), so a cached copy can never be stale. Unknown ids are not
 	// cached: another instance may create that screening later.
 	screenings screeningCache
+
+	// orders caches the best-available order of each layout.
+	orders orders // bestavailable.go
 }
 
 // NewService returns a Service over the store.
