@@ -278,3 +278,27 @@ func TestHoldsAcrossInstances(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldEventsAcrossInstances holds on instance A and sees the hold, with
+// its expiry, on a stream of instance B; the release on B reaches A.
+func TestHoldEventsAcrossInstances(t *testing.T) {
+	insts := startCluster(t, 2)
+	a, b := insts[0], insts[1]
+	s := createScreening(t, a.url, `{"movie":"Two rooms","rows":2,"seats_per_row":4}`)
+	stream := openEvents(t, b.url, s.ID)
+	h := mustHold(t, a.url, s.ID, "ann", "B3")
+	stream.await(t, "event: held", 5*time.Second)
+	data := stream.await(t, "data: ", time.Second)
+	want := `"expires_at":"` + h.ExpiresAt.UTC().Format(time.RFC3339Nano) + `"`
+	if !strings.Contains(data, `"hold_id":"`+h.ID+`"`) || !strings.Contains(data, want) || !strings.Contains(data, `"B3"`) || strings.Contains(data, "booking_id") {
+		t.Errorf("B's held event %s, want hold %s of B3 with %s", data, h.ID, want)
+	}
+	back := openEvents(t, a.url, s.ID)
+	if r := call(t, "DELETE", b.url+"/v1/holds/"+h.ID, "", "Authorization", "Bearer "+h.Token); r.status != http.StatusNoContent {
+		t.Fatalf("release on B: %d %s", r.status, r.body)
+	}
+	back.await(t, "event: released", 5*time.Second)
+	if data := back.await(t, "data: ", time.Second); !strings.Contains(data, h.ID) || strings.Contains(data, "expires_at") {
+		t.Errorf("A's released event %s, want hold %s without an expiry", data, h.ID)
+	}
+}
