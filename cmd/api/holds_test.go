@@ -275,6 +275,14 @@ func TestHoldsAcrossInstances(t *testing.T) {
 					}
 				}
 			}
+
+			// Best available through the same strategy: A1 and A4 are
+			// left, not side by side.
+			url := insts[2].url + "/v1/screenings/" + s.ID + "/holds"
+			wantError(t, call(t, "POST", url, `{"count":2,"adjacent":true,"customer":"pair"}`), http.StatusConflict, "sold_out")
+			if r := call(t, "POST", url, `{"count":2,"customer":"two"}`); r.status != http.StatusCreated || !slices.Equal(decode[hold](t, r).Seats, []string{"A1", "A4"}) {
+				t.Errorf("best 2 anywhere: %d %s, want a hold of A1 A4", r.status, r.body)
+			}
 		})
 	}
 }
