@@ -285,6 +285,50 @@ func testHolds(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 		}
 	})
 
+	t.Run("confirm racing the expiry and a new hold: never both", func(t *testing.T) {
+		// Aimed at the moment of expiry: a confirm of the old hold, and
+		// new holds of its seat tried until one is taken or the seat is
+		// booked. Whoever wins, the other must lose: a booking from the
+		// old hold and a new hold of its seat never both.
+		store, ctx := newStore(t), t.Context()
+		sc := newScreening(t, store)
+		for i := range 8 {
+			seat := reservation.SeatID(9, i+1)
+			h := mustHold(t, store, newHoldWrite(sc, 200*time.Millisecond, seat))
+			time.Sleep(time.Until(h.ExpiresAt) - 2*time.Millisecond)
+			w := newWrite(sc, seat)
+			var newHold error
+			errs := runAll(t, 2, func(k int) error {
+				if k == 0 {
+					return store.ConfirmHold(ctx, h.ID, w)
+				}
+				for deadline := time.Now().Add(2 * time.Second); ; {
+					_, newHold = store.CreateHold(ctx, newHoldWrite(sc, time.Minute, seat))
+					if newHold == nil || errors.Is(newHold, reservation.ErrSeatTaken) || time.Now().After(deadline) {
+						return newHold
+					}
+				}
+			})
+			confirmed := errs[0] == nil
+			switch {
+			case confirmed && errors.Is(newHold, reservation.ErrSeatTaken):
+				checkBooked(t, store, sc.ID, map[string]string{seat: w.Booking.ID})
+			case !confirmed && errors.Is(errs[0], reservation.ErrHoldExpired) && newHold == nil:
+				if _, _, err := store.Booking(ctx, w.Booking.ID); !errors.Is(err, reservation.ErrNotFound) {
+					t.Errorf("seat %s: the refused confirm stored its booking (Booking: %v)", seat, err)
+				}
+			default:
+				t.Fatalf("seat %s: confirm %v, new hold %v: want exactly one of them", seat, errs[0], newHold)
+			}
+			// Free the seat for the next round's bookkeeping.
+			if confirmed {
+				if err := store.Cancel(ctx, w.Booking.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	})
+
 	t.Run("holds and bookings of one seat: exactly one wins", func(t *testing.T) {
 		store, ctx := newStore(t), t.Context()
 		sc := newScreening(t, store)
