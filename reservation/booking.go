@@ -82,7 +82,7 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 			return c, err
 		}
 	}
-	taken, err := s.store.TakenSeats(ctx, sc.ID, seats)
+	taken, held, err := s.store.SeatsInUse(ctx, sc.ID, seats)
 	if err != nil {
 		return Confirmation{}, err
 	}
@@ -97,8 +97,8 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 		}
 		return Confirmation{}, &SeatsTakenError{Seats: taken}
 	}
-	if err := checkNotHeld(ctx, s.store, sc.ID, seats); err != nil {
-		return Confirmation{}, err
+	if len(held) > 0 {
+		return Confirmation{}, &SeatsHeldError{Seats: held}
 	}
 	return s.payAndWrite(ctx, sc, seats, req.Customer, lease, idem)
 }
@@ -131,14 +131,7 @@ func (s *Service) bookInTransaction(ctx context.Context, sc Screening, seats []s
 				return nil, err
 			}
 		}
-		taken, err := r.TakenSeats(ctx, sc.ID, seats)
-		if err != nil {
-			return nil, err
-		}
-		if len(taken) > 0 {
-			return nil, &SeatsTakenError{Seats: taken}
-		}
-		if err := checkNotHeld(ctx, r, sc.ID, seats); err != nil {
+		if err := checkFree(ctx, r, sc.ID, seats); err != nil {
 			return nil, err
 		}
 		w, conf, err := s.newWrite(sc, seats, customer, noLease{}, idem)

@@ -149,23 +149,13 @@ func (s *Service) holdInTransaction(ctx context.Context, sc Screening, w HoldWri
 // checkFree returns a *SeatsTakenError for the seats that are booked, else
 // a *SeatsHeldError for those held by a live hold, else nil.
 func checkFree(ctx context.Context, r Reader, screeningID string, seats []string) error {
-	taken, err := r.TakenSeats(ctx, screeningID, seats)
-	if err != nil {
+	taken, held, err := r.SeatsInUse(ctx, screeningID, seats)
+	switch {
+	case err != nil:
 		return err
-	}
-	if len(taken) > 0 {
+	case len(taken) > 0:
 		return &SeatsTakenError{Seats: taken}
-	}
-	return checkNotHeld(ctx, r, screeningID, seats)
-}
-
-// checkNotHeld returns a *SeatsHeldError for the seats held by a live hold.
-func checkNotHeld(ctx context.Context, r Reader, screeningID string, seats []string) error {
-	held, err := r.HeldSeats(ctx, screeningID, seats)
-	if err != nil {
-		return err
-	}
-	if len(held) > 0 {
+	case len(held) > 0:
 		return &SeatsHeldError{Seats: held}
 	}
 	return nil

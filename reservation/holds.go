@@ -123,9 +123,11 @@ type HoldStore interface {
 	// and ErrConflict (with status HoldConfirmed) when it was confirmed.
 	ReleaseHold(ctx context.Context, id string) (HoldStatus, error)
 
-	// HeldSeats returns which of the given seats of a screening are held
-	// by a live hold, in the order given.
-	HeldSeats(ctx context.Context, screeningID string, seats []string) ([]string, error)
+	// SeatsInUse returns which of the given seats of a screening are
+	// booked (taken) and which are held by a live hold (held), each in the
+	// order given: the check before a booking's payment or a hold's write,
+	// in one round trip.
+	SeatsInUse(ctx context.Context, screeningID string, seats []string) (taken, held []string, err error)
 
 	// SeatHolds returns the seats of a screening held by a live hold, each
 	// mapped to the moment its hold expires. It does not check that the

@@ -51,8 +51,8 @@ type Reader interface {
 	TakenSeats(ctx context.Context, screeningID string, seats []string) ([]string, error)
 	// Idempotent is Store.Idempotent.
 	Idempotent(ctx context.Context, screeningID string, keyHash []byte) (IdempotencyRecord, error)
-	// HeldSeats is Store.HeldSeats.
-	HeldSeats(ctx context.Context, screeningID string, seats []string) ([]string, error)
+	// SeatsInUse is Store.SeatsInUse.
+	SeatsInUse(ctx context.Context, screeningID string, seats []string) (taken, held []string, err error)
 	// Booking is Store.Booking.
 	Booking(ctx context.Context, id string) (Booking, []byte, error)
 }

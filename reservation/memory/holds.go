@@ -185,21 +185,23 @@ func (s *Store) ReleaseHold(ctx context.Context, id string) (reservation.HoldSta
 	return reservation.HoldHeld, nil
 }
 
-// HeldSeats returns which of the given seats are held by a live hold, in
-// the order given.
-func (s *Store) HeldSeats(ctx context.Context, screeningID string, seats []string) ([]string, error) {
+// SeatsInUse returns which of the given seats are booked and which are
+// held by a live hold, each in the order given.
+func (s *Store) SeatsInUse(ctx context.Context, screeningID string, seats []string) (taken, held []string, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var held []string
 	for _, seat := range seats {
-		if st := s.seats[screeningID][seat]; st.hold != "" && s.live(st.hold) {
+		switch st := s.seats[screeningID][seat]; {
+		case st.holder != "":
+			taken = append(taken, seat)
+		case st.hold != "" && s.live(st.hold):
 			held = append(held, seat)
 		}
 	}
-	return held, nil
+	return taken, held, nil
 }
 
 // SeatHolds returns the seats of a screening held by a live hold, each

@@ -191,8 +191,8 @@ func (r txReader) Idempotent(ctx context.Context, screeningID string, keyHash []
 	return idempotent(ctx, r.tx, screeningID, keyHash)
 }
 
-func (r txReader) HeldSeats(ctx context.Context, screeningID string, seats []string) ([]string, error) {
-	return heldSeats(ctx, r.tx, screeningID, seats)
+func (r txReader) SeatsInUse(ctx context.Context, screeningID string, seats []string) (taken, held []string, err error) {
+	return seatsInUse(ctx, r.tx, screeningID, seats)
 }
 
 func (r txReader) Booking(ctx context.Context, id string) (reservation.Booking, []byte, error) {

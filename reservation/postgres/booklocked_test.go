@@ -250,7 +250,7 @@ func TestXactCancelDuringPaymentWritesNothing(t *testing.T) {
 		done <- err
 	}()
 	// Wait until the booking holds its two locks and its transaction is
-	// idle: it has checked the seats (two queries) and is paying. A cancel
+	// idle: it has checked the seats and is paying. A cancel
 	// that lands during a query instead closes the connection, and the
 	// server lets go of the locks only once it notices.
 	for deadline := time.Now().Add(10 * time.Second); count(advisoryLocks) < 2 || count(openTransactions) < 1; {

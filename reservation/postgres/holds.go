@@ -273,26 +273,40 @@ func (s *Store) ReleaseHold(ctx context.Context, id string) (reservation.HoldSta
 	return reservation.HoldHeld, nil
 }
 
-const selectHeldSeats = `
-SELECT s.seat
+// selectSeatsInUse lists which of the seats $2 are booked (true) or held by
+// a live hold (false), in the order asked.
+const selectSeatsInUse = `
+SELECT s.seat, s.booking_id IS NOT NULL
 FROM unnest($2::text[]) WITH ORDINALITY AS asked (seat, n)
 JOIN seats s ON s.screening_id = $1 AND s.seat = asked.seat
-WHERE s.hold_id IS NOT NULL AND s.hold_expires_at > clock_timestamp()
+WHERE s.booking_id IS NOT NULL OR (s.hold_id IS NOT NULL AND s.hold_expires_at > clock_timestamp())
 ORDER BY asked.n`
 
-// HeldSeats returns which of the given seats are held by a live hold, in
-// the order given.
-func (s *Store) HeldSeats(ctx context.Context, screeningID string, seats []string) ([]string, error) {
-	return heldSeats(ctx, s.pool, screeningID, seats)
+// SeatsInUse returns which of the given seats are booked and which are
+// held by a live hold, each in the order given, in one query.
+func (s *Store) SeatsInUse(ctx context.Context, screeningID string, seats []string) (taken, held []string, err error) {
+	return seatsInUse(ctx, s.pool, screeningID, seats)
 }
 
-func heldSeats(ctx context.Context, q querier, screeningID string, seats []string) ([]string, error) {
+func seatsInUse(ctx context.Context, q querier, screeningID string, seats []string) (taken, held []string, err error) {
 	if len(seats) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	rows, _ := q.Query(ctx, selectHeldSeats, screeningID, seats)
-	held, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return held, translate("held seats", err)
+	rows, _ := q.Query(ctx, selectSeatsInUse, screeningID, seats)
+	var seat string
+	var booked bool
+	_, err = pgx.ForEachRow(rows, []any{&seat, &booked}, func() error {
+		if booked {
+			taken = append(taken, seat)
+		} else {
+			held = append(held, seat)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, translate("seats in use", err)
+	}
+	return taken, held, nil
 }
 
 // SeatHolds returns the seats of a screening held by a live hold, each

@@ -49,8 +49,9 @@ func testHolds(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 		checkHeldError(t, err, "A1")
 		checkBooked(t, store, sc.ID, map[string]string{})
 		checkHeld(t, store, sc.ID, map[string]time.Time{"A1": h.ExpiresAt, "A2": h.ExpiresAt})
-		if held, err := store.HeldSeats(ctx, sc.ID, []string{"A3", "A2", "A1"}); err != nil || !slices.Equal(held, []string{"A2", "A1"}) {
-			t.Errorf("HeldSeats(A3, A2, A1) = %v, %v; want [A2 A1]", held, err)
+		mustBook(t, store, newWrite(sc, "A4"))
+		if taken, held, err := store.SeatsInUse(ctx, sc.ID, []string{"A3", "A4", "A2", "A1"}); err != nil || !slices.Equal(taken, []string{"A4"}) || !slices.Equal(held, []string{"A2", "A1"}) {
+			t.Errorf("SeatsInUse(A3, A4, A2, A1) = %v, %v, %v; want taken [A4], held [A2 A1]", taken, held, err)
 		}
 	})
 
@@ -139,8 +140,8 @@ func testHolds(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 		waitExpired(t, store, h.ID)
 
 		checkHeld(t, store, sc.ID, map[string]time.Time{})
-		if held, err := store.HeldSeats(ctx, sc.ID, h.Seats); err != nil || len(held) != 0 {
-			t.Errorf("HeldSeats after expiry = %v, %v; want none", held, err)
+		if taken, held, err := store.SeatsInUse(ctx, sc.ID, h.Seats); err != nil || len(taken)+len(held) != 0 {
+			t.Errorf("SeatsInUse after expiry = %v, %v, %v; want none", taken, held, err)
 		}
 		// Nobody took the seats, and still the confirm is refused.
 		w := newWrite(sc, "E1", "E2")
