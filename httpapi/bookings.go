@@ -38,6 +38,8 @@ func handleBookingCreate(svc *reservation.Service, m *metrics) gin.HandlerFunc {
 		conf, err := svc.Book(ctx, reservation.BookRequest{
 			ScreeningID:    sc.ID,
 			Seats:          body.Seats,
+			Count:          body.Count,
+			Adjacent:       body.Adjacent,
 			Customer:       body.Customer,
 			IdempotencyKey: key,
 		})
@@ -88,10 +90,14 @@ func idempotencyKey(c *gin.Context) (string, bool) {
 // the canonical form of a uuid only; any other spelling of one (upper case,
 // braces, "urn:uuid:", no hyphens) is answered 404 here, so that every
 // store sees the same ids and none is handed a form it cannot parse.
-func bookingID(c *gin.Context) (string, bool) {
+func bookingID(c *gin.Context) (string, bool) { return uuidParam(c, "booking") }
+
+// uuidParam returns the path's id if it is a uuid in canonical form, and
+// otherwise answers 404 "<what> \"<id>\" does not exist".
+func uuidParam(c *gin.Context, what string) (string, bool) {
 	id := c.Param("id")
 	if u, err := uuid.Parse(id); err != nil || u.String() != id {
-		respondCode(c, http.StatusNotFound, codeNotFound, fmt.Sprintf("booking %q does not exist", clip(id, 64)))
+		respondCode(c, http.StatusNotFound, codeNotFound, fmt.Sprintf("%s %q does not exist", what, clip(id, 64)))
 		return "", false
 	}
 	return id, true

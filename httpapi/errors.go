@@ -45,6 +45,9 @@ var errorKinds = []errorKind{
 	{reservation.ErrInvalid, http.StatusBadRequest, codeInvalid, true},
 	{reservation.ErrNotFound, http.StatusNotFound, codeNotFound, true},
 	{reservation.ErrSeatTaken, http.StatusConflict, "seat_taken", true},
+	{reservation.ErrSeatHeld, http.StatusConflict, "seat_held", true},
+	{reservation.ErrSoldOut, http.StatusConflict, "sold_out", true},
+	{reservation.ErrHoldExpired, http.StatusConflict, "hold_expired", true},
 	{reservation.ErrSeatBusy, http.StatusConflict, "seat_busy", true},
 	{reservation.ErrLockLost, http.StatusConflict, "lock_lost", true},
 	{reservation.ErrStaleToken, http.StatusConflict, "lock_lost", true},
@@ -68,7 +71,7 @@ type errorBody struct {
 type errorDetail struct {
 	Code    string   `json:"code"`
 	Message string   `json:"message"`
-	Seats   []string `json:"seats,omitempty"` // with seat_taken
+	Seats   []string `json:"seats,omitempty"` // with seat_taken and seat_held
 }
 
 // respondErr answers with the status and code of err's row in errorKinds.
@@ -94,8 +97,12 @@ func respondErr(c *gin.Context, err error) {
 		d.Message = msgInternal
 	}
 	var taken *reservation.SeatsTakenError
-	if errors.As(err, &taken) {
+	var held *reservation.SeatsHeldError
+	switch {
+	case errors.As(err, &taken):
 		d.Seats = taken.Seats
+	case errors.As(err, &held):
+		d.Seats = held.Seats
 	}
 	if kind.status >= 500 {
 		_ = c.Error(err)

@@ -23,6 +23,21 @@ import (
 // domain's words and never the wrapping (which names the store or the
 // driver: "memory: ...", "postgres: ..."); and that 5xx answers carry a
 // fixed message rather than the cause.
+// Every domain error that the table shows to clients has a message, also
+// as a store wraps it: a kind added to the table but not to
+// reservation.Message would answer an empty one.
+func TestErrorTableMessages(t *testing.T) {
+	for _, k := range errorKinds {
+		if !k.showDetail {
+			continue
+		}
+		err := fmt.Errorf("memory: screening %q: %w", "x", k.err)
+		if reservation.Message(err) == "" {
+			t.Errorf("%s (%v): no message for a client", k.code, k.err)
+		}
+	}
+}
+
 func TestErrorTable(t *testing.T) {
 	secret := "dial tcp 10.0.0.7:5432: SELECT * FROM bookings"
 	for _, tc := range []struct {
@@ -36,6 +51,10 @@ func TestErrorTable(t *testing.T) {
 		{reservation.ErrConflict, 409, "conflict", "conflict"},
 		{&reservation.SeatsTakenError{Seats: []string{"C7"}}, 409, "seat_taken", "seats already booked: C7"},
 		{reservation.ErrSeatBusy, 409, "seat_busy", "seat busy"},
+		{&reservation.SeatsHeldError{Seats: []string{"C7"}}, 409, "seat_held", "seats held by someone else: C7"},
+		{&reservation.SeatsBusyError{Seats: []string{"C7"}}, 409, "seat_busy", "seats being taken by someone else: C7"},
+		{reservation.ErrSoldOut, 409, "sold_out", "sold out"},
+		{reservation.ErrHoldExpired, 409, "hold_expired", "hold expired"},
 		{fmt.Errorf("lost: %w", reservation.ErrLockLost), 409, "lock_lost", "lock lost"},
 		{reservation.ErrIdempotencyMismatch, 422, "idempotency_mismatch", "idempotency key reused with a different request"},
 		{reservation.ErrUnauthorized, 401, "unauthorized", "unauthorized"},

@@ -58,6 +58,7 @@ type createScreeningJSON struct {
 	Lock           string `json:"lock"`
 	Guard          string `json:"guard"`
 	PaymentDelayMS *int64 `json:"payment_delay_ms"`
+	HoldTTLMS      *int64 `json:"hold_ttl_ms"`
 }
 
 // seatJSON is a Seat; booking_id is left out for a free seat.
@@ -70,6 +71,8 @@ type seatJSON struct {
 	// Bookings is set only for a seat that more than one confirmed
 	// booking claims (possible under guard=off): all of them, oldest first.
 	Bookings []string `json:"bookings,omitempty"`
+	// HoldExpiresAt is set only for a held seat: when its hold ends.
+	HoldExpiresAt *time.Time `json:"hold_expires_at,omitempty"`
 }
 
 // seatMapJSON is the answer of GET /v1/screenings/{id}/seats.
@@ -105,9 +108,13 @@ func toBookingJSON(b reservation.Booking) bookingJSON {
 	}
 }
 
-// createBookingJSON is the body of POST /v1/screenings/{id}/bookings.
+// createBookingJSON is the body of POST /v1/screenings/{id}/bookings and
+// of POST /v1/screenings/{id}/holds: seats, or count (with adjacent) for
+// the best seats available.
 type createBookingJSON struct {
 	Seats    []string `json:"seats"`
+	Count    int      `json:"count"`
+	Adjacent bool     `json:"adjacent"`
 	Customer string   `json:"customer"`
 }
 
@@ -122,15 +129,19 @@ func toSnapshotJSON(sc reservation.Screening, seats []reservation.Seat) snapshot
 	return snapshotJSON{Screening: toScreeningJSON(sc), Seats: toSeatsJSON(seats)}
 }
 
-// eventJSON is a "booked", "cancelled", "entered" or "left" event of a
-// live stream; entered and left carry a holder and no booking id.
+// eventJSON is an event of a live stream: "booked" and "cancelled" carry a
+// booking id; "held" and "released" a hold id, and "held" its expires_at,
+// the moment a reader frees the seats again unless a "booked" or
+// "released" came first; "entered" and "left" (demo mode) a holder.
 type eventJSON struct {
-	Kind        string    `json:"kind"`
-	ScreeningID string    `json:"screening_id"`
-	BookingID   string    `json:"booking_id,omitempty"`
-	Holder      string    `json:"holder,omitempty"`
-	Seats       []string  `json:"seats"`
-	At          time.Time `json:"at"`
+	Kind        string     `json:"kind"`
+	ScreeningID string     `json:"screening_id"`
+	BookingID   string     `json:"booking_id,omitempty"`
+	HoldID      string     `json:"hold_id,omitempty"`
+	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
+	Holder      string     `json:"holder,omitempty"`
+	Seats       []string   `json:"seats"`
+	At          time.Time  `json:"at"`
 }
 
 func toEventJSON(e reservation.Event) eventJSON {
@@ -139,21 +150,33 @@ func toEventJSON(e reservation.Event) eventJSON {
 		ScreeningID: e.ScreeningID,
 		BookingID:   e.BookingID,
 		Holder:      e.Holder,
+		HoldID:      e.HoldID,
+		ExpiresAt:   optionalTime(e.ExpiresAt),
 		Seats:       e.Seats,
 		At:          e.At.UTC(),
 	}
+}
+
+// optionalTime returns nil for the zero time, so that it is left out.
+func optionalTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 func toSeatsJSON(seats []reservation.Seat) []seatJSON {
 	out := make([]seatJSON, len(seats))
 	for i, seat := range seats {
 		out[i] = seatJSON{
-			ID:        seat.ID,
-			Row:       seat.Row,
-			Number:    seat.Number,
-			Status:    string(seat.Status),
-			BookingID: seat.BookingID,
-			Bookings:  seat.Bookings,
+			ID:            seat.ID,
+			Row:           seat.Row,
+			Number:        seat.Number,
+			Status:        string(seat.Status),
+			BookingID:     seat.BookingID,
+			Bookings:      seat.Bookings,
+			HoldExpiresAt: optionalTime(seat.HoldExpiresAt),
 		}
 	}
 	return out

@@ -14,10 +14,12 @@ type metrics struct {
 	duration *prometheus.HistogramVec // route, status
 	inFlight *prometheus.GaugeVec     // route
 	bookings *prometheus.CounterVec   // strategy, outcome
+
+	holdMetrics // holds.go
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
-	return &metrics{
+	m := &metrics{
 		requests: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "http_requests_total",
 			Help: "HTTP requests answered, by route pattern, method and status.",
@@ -36,6 +38,8 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help: `Booking attempts by the screening's lock strategy and outcome ("confirmed" or the error code).`,
 		}, []string{"strategy", "outcome"})),
 	}
+	m.holdMetrics = newHoldMetrics(reg)
+	return m
 }
 
 // register adds c to reg, or returns the collector registered before under

@@ -27,6 +27,7 @@ import (
 //	go test -run '^$' -fuzz '^FuzzScreeningRequest$' -fuzztime 15s ./httpapi
 //	go test -run '^$' -fuzz '^FuzzCancelRequest$'    -fuzztime 10s ./httpapi
 //	go test -run '^$' -fuzz '^FuzzAnyRequest$'       -fuzztime 15s ./httpapi
+//	go test -run '^$' -fuzz '^FuzzHoldRequest$'      -fuzztime 10s ./httpapi
 //
 // Without -fuzz, go test runs every seed below as a plain test.
 
@@ -39,7 +40,7 @@ var knownCodes = map[string]bool{
 	"invalid_request": true, "request_too_large": true, "not_found": true,
 	"method_not_allowed": true, "unauthorized": true, "forbidden": true,
 	"seat_taken": true, "seat_busy": true, "lock_lost": true, "conflict": true,
-	"idempotency_mismatch": true,
+	"idempotency_mismatch": true, "seat_held": true, "sold_out": true, "hold_expired": true,
 }
 
 // leaks are fragments of internal error text that no answer may carry.
@@ -221,6 +222,14 @@ func FuzzBookingRequest(f *testing.F) {
 		{`[{"seats":["B2"]}]`, "", "fuzz"},
 		{`null`, "", "fuzz"},
 		{``, "", "fuzz"},
+		{`{"count":2,"adjacent":true,"customer":"bob"}`, "", "fuzz"},
+		{`{"count":3,"customer":"bob"}`, "k-best", "fuzz"},
+		{`{"count":11,"customer":"bob"}`, "", "fuzz"},
+		{`{"count":-9223372036854775808,"adjacent":true,"customer":"bob"}`, "", "fuzz"},
+		{`{"count":1e400,"customer":"bob"}`, "", "fuzz"},
+		{`{"count":1,"seats":["B2"],"customer":"bob"}`, "", "fuzz"},
+		{`{"adjacent":true,"customer":"bob"}`, "", "fuzz"},
+		{`{"count":2,"adjacent":"yes","customer":"bob"}`, "", "fuzz"},
 		{`{"seats":["B2"],"customer":"bob"}`, "", "nope"},
 		{`{"seats":["B2"],"customer":"bob"}`, "", "..%2F..%2Fx"},
 		{`{"seats":["B2"],"customer":"bob"}`, strings.Repeat("k", 256), "fuzz"},
@@ -267,6 +276,9 @@ func FuzzScreeningRequest(f *testing.F) {
 		{`{"movie":"x","rows":-9223372036854775808,"seats_per_row":1}`, auth},
 		{`{"movie":"x","rows":1,"seats_per_row":1,"payment_delay_ms":-9223372036854775808}`, auth},
 		{`{"movie":"x","rows":1,"seats_per_row":1,"payment_delay_ms":9223372036854775807}`, auth},
+		{`{"movie":"x","rows":1,"seats_per_row":1,"hold_ttl_ms":9223372036854775807}`, auth},
+		{`{"movie":"x","rows":1,"seats_per_row":1,"hold_ttl_ms":-1}`, auth},
+		{`{"movie":"x","rows":1,"seats_per_row":1,"hold_ttl_ms":999}`, auth},
 		{`{"movie":"x","starts_at":"0000-01-01T00:00:00Z","rows":1,"seats_per_row":1}`, auth},
 		{`{"movie":"x","starts_at":"9999-12-31T23:59:59+14:00","rows":1,"seats_per_row":1}`, auth},
 		{`{"movie":"\u0000","rows":1,"seats_per_row":1}`, auth},
@@ -389,5 +401,51 @@ func FuzzAnyRequest(f *testing.F) {
 			return
 		}
 		hs.serve(t, r)
+	})
+}
+
+// FuzzHoldRequest fuzzes POST /v1/screenings/{id}/holds with any body, then
+// confirms a 201's hold with a fuzzed Authorization header: a confirm
+// books only with the hold's own token.
+func FuzzHoldRequest(f *testing.F) {
+	for _, s := range []struct{ body, auth string }{
+		{`{"seats":["B2"],"customer":"alice"}`, "Bearer "},
+		{`{"count":2,"adjacent":true,"customer":"alice"}`, ""},
+		{`{"count":3,"customer":"alice"}`, "Bearer x"},
+		{`{"seats":["A1"],"customer":"alice"}`, ""}, // A1 is booked
+		{`{"count":6,"adjacent":true,"customer":"alice"}`, ""},
+		{`{"count":10,"customer":"alice"}`, ""},
+		{`{"count":0,"customer":"alice"}`, ""},
+		{`{"count":1,"seats":["B2"],"customer":"alice"}`, ""},
+		{`{"adjacent":true,"customer":"alice"}`, ""},
+		{`{"seats":["B2"],"customer":"alice","token":"t"}`, ""},
+		{`{"seats":["B2"]}`, ""},
+	} {
+		f.Add([]byte(s.body), s.auth)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, authorization string) {
+		if !validHeader(authorization) {
+			return
+		}
+		hs := newHarness(t, httpapi.Options{})
+		r, ok := newRequest("POST", "/v1/screenings/fuzz/holds", body)
+		if !ok {
+			return
+		}
+		w := hs.serve(t, r)
+		if w.Code != http.StatusCreated {
+			return
+		}
+		var h struct{ ID, Token string }
+		if err := json.Unmarshal(w.Body.Bytes(), &h); err != nil || h.ID == "" || h.Token == "" {
+			t.Fatalf("201 without a hold: %s", w.Body)
+		}
+		c, _ := newRequest("POST", "/v1/holds/"+h.ID+"/confirm", nil)
+		if authorization != "" {
+			c.Header.Set("Authorization", authorization)
+		}
+		if w := hs.serve(t, c); w.Code < 300 && !strings.Contains(authorization, h.Token) {
+			t.Errorf("confirmed hold %s with Authorization %q", h.ID, authorization)
+		}
 	})
 }

@@ -26,6 +26,10 @@ func addRoutes(r *gin.Engine, svc *reservation.Service, opts Options, m *metrics
 	v1.POST("/screenings/:id/bookings", writes, handleBookingCreate(svc, m))
 	v1.GET("/bookings/:id", handleBookingGet(svc))
 	v1.DELETE("/bookings/:id", writes, handleBookingCancel(svc))
+	v1.POST("/screenings/:id/holds", writes, handleHoldCreate(svc, m))
+	v1.GET("/holds/:id", handleHoldGet(svc))
+	v1.POST("/holds/:id/confirm", writes, handleHoldConfirm(svc, m))
+	v1.DELETE("/holds/:id", writes, handleHoldRelease(svc, m))
 
 	r.NoRoute(handleNoRoute())
 	r.NoMethod(handleNoMethod())

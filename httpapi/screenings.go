@@ -95,6 +95,16 @@ func handleScreeningCreate(svc *reservation.Service) gin.HandlerFunc {
 			d := time.Duration(*ms) * time.Millisecond
 			req.PaymentDelay = &d
 		}
+		if ms := body.HoldTTLMS; ms != nil {
+			// Checked here for the same reason as payment_delay_ms.
+			lo, hi := reservation.MinHoldTTL.Milliseconds(), reservation.MaxHoldTTL.Milliseconds()
+			if *ms < lo || *ms > hi {
+				respondCode(c, http.StatusBadRequest, codeInvalid, fmt.Sprintf("hold_ttl_ms must be from %d to %d", lo, hi))
+				return
+			}
+			d := time.Duration(*ms) * time.Millisecond
+			req.HoldTTL = &d
+		}
 		s, err := svc.CreateScreening(c.Request.Context(), req)
 		if err != nil {
 			respondErr(c, err)

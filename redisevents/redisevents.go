@@ -64,7 +64,9 @@ type message struct {
 	Kind        reservation.EventKind `json:"kind"`
 	ScreeningID string                `json:"screening_id"`
 	BookingID   string                `json:"booking_id"`
+	HoldID      string                `json:"hold_id,omitempty"`
 	Holder      string                `json:"holder,omitempty"`
+	ExpiresAt   time.Time             `json:"expires_at,omitzero"`
 	Seats       []string              `json:"seats"`
 	At          time.Time             `json:"at"`
 }

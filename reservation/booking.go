@@ -11,10 +11,13 @@ import (
 	"github.com/google/uuid"
 )
 
-// BookRequest is a request to book seats.
+// BookRequest is a request to book seats: the Seats named, or the best
+// Count seats available (side by side when Adjacent; see bestavailable.go).
 type BookRequest struct {
 	ScreeningID    string
 	Seats          []string
+	Count          int
+	Adjacent       bool
 	Customer       string
 	IdempotencyKey string // optional
 }
@@ -29,12 +32,13 @@ type Confirmation struct {
 
 // Book books seats for a customer, all or nothing. It validates the request,
 // sorts the seats, takes the locks of the screening's strategy in that order,
-// checks the seats are free, waits the payment delay, writes through the
-// screening's guard, and releases the locks. Under LockPostgresXact the
-// locks belong to a transaction of the store, and the check and the write
-// go through that transaction (see TxLease).
+// checks the seats are neither booked nor held, waits the payment delay,
+// writes through the screening's guard, and releases the locks. Under
+// LockPostgresXact the locks belong to a transaction of the store, and the
+// check and the write go through that transaction (see TxLease).
 //
 // It returns ErrInvalid, ErrNotFound, ErrSeatTaken (a *SeatsTakenError),
+// ErrSeatHeld (a *SeatsHeldError),
 // ErrSeatBusy when the locks could not be had within the lock wait,
 // ErrLockLost when the lock was lost before the write, ErrIdempotencyMismatch,
 // ErrUnavailable, or the context's error. A request with an idempotency key
@@ -43,6 +47,12 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 	sc, err := s.Screening(ctx, req.ScreeningID)
 	if err != nil {
 		return Confirmation{}, err
+	}
+	if best, err := bestRequest(req.Seats, req.Count, req.Adjacent); err != nil || best {
+		if err != nil {
+			return Confirmation{}, err
+		}
+		return s.bookBest(ctx, sc, req)
 	}
 	seats, err := validateBooking(sc, req)
 	if err != nil {
@@ -73,7 +83,7 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 			return c, err
 		}
 	}
-	taken, err := store.TakenSeats(ctx, sc.ID, seats)
+	taken, held, err := store.SeatsInUse(ctx, sc.ID, seats)
 	if err != nil {
 		return Confirmation{}, err
 	}
@@ -87,6 +97,9 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 			}
 		}
 		return Confirmation{}, &SeatsTakenError{Seats: taken}
+	}
+	if len(held) > 0 {
+		return Confirmation{}, &SeatsHeldError{Seats: held}
 	}
 	return s.payAndWrite(ctx, store, sc, seats, req.Customer, lease, idem)
 }

@@ -124,13 +124,22 @@ func Message(err error) string {
 	if errors.As(err, &m) {
 		return m.msg
 	}
+	// The errors that name seats say which, in the domain's words.
 	var taken *SeatsTakenError
-	if errors.As(err, &taken) {
+	var held *SeatsHeldError
+	var busy *SeatsBusyError
+	switch {
+	case errors.As(err, &taken):
 		return taken.Error()
+	case errors.As(err, &held):
+		return held.Error()
+	case errors.As(err, &busy):
+		return busy.Error()
 	}
 	for _, kind := range []error{
-		ErrInvalid, ErrNotFound, ErrConflict, ErrSeatTaken, ErrSeatBusy, ErrLockLost, ErrStaleToken,
-		ErrIdempotencyMismatch, ErrUnauthorized, ErrForbidden, ErrLimit, ErrUnavailable,
+		ErrInvalid, ErrNotFound, ErrConflict, ErrSeatTaken, ErrSeatHeld, ErrSeatBusy, ErrSoldOut,
+		ErrHoldExpired, ErrLockLost, ErrStaleToken, ErrIdempotencyMismatch, ErrUnauthorized,
+		ErrForbidden, ErrLimit, ErrUnavailable,
 	} {
 		if errors.Is(err, kind) {
 			return kind.Error()

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// EventKind says what happened to a booking.
+// EventKind says what happened to a booking or a hold.
 type EventKind string
 
 // The kinds of Event.
@@ -24,6 +24,12 @@ const (
 	// mode only (Options.Demo).
 	EventEntered EventKind = "entered"
 	EventLeft    EventKind = "left"
+	// EventHeld: a hold took the seats until ExpiresAt.
+	EventHeld EventKind = "held"
+	// EventReleased: a hold gave its seats up before its expiry. A hold
+	// that expires publishes nothing (nothing runs then): a reader frees
+	// the seats of an EventHeld itself at its ExpiresAt.
+	EventReleased EventKind = "released"
 )
 
 // Event tells that seats changed hands: a booking was written (EventBooked)
@@ -34,12 +40,14 @@ const (
 type Event struct {
 	Kind        EventKind
 	ScreeningID string
-	BookingID   string // "" for EventEntered and EventLeft
+	BookingID   string // of a booked or cancelled event
+	HoldID      string // of a held or released event
 	// Holder names one critical section, the same in its EventEntered and
 	// its EventLeft; "" for the other kinds.
-	Holder string
-	Seats  []string // sorted
-	At     time.Time
+	Holder    string
+	ExpiresAt time.Time // of a held event
+	Seats     []string  // sorted
+	At        time.Time
 }
 
 // EventPublisher receives the Service's events. The Service calls Publish

@@ -89,15 +89,19 @@ type Screening struct {
 	Lock         Strategy
 	Guard        Guard
 	PaymentDelay time.Duration
+	// HoldTTL is how long a hold on its seats lasts (see Hold).
+	HoldTTL time.Duration
 }
 
-// SeatStatus says whether a seat is free or booked.
+// SeatStatus says whether a seat is free, held or booked.
 type SeatStatus string
 
 // Seat statuses.
 const (
 	SeatFree   SeatStatus = "free"
 	SeatBooked SeatStatus = "booked"
+	// SeatHeld is a seat held by a live hold (see Hold).
+	SeatHeld SeatStatus = "held"
 )
 
 // Seat is one seat of a screening's seat map.
@@ -112,6 +116,8 @@ type Seat struct {
 	// blind write (GuardOff) can make. BookingID is the one that holds the
 	// seat now.
 	Bookings []string
+	// HoldExpiresAt is when the live hold on a held seat ends.
+	HoldExpiresAt time.Time
 }
 
 // BookingStatus says whether a booking holds its seats.

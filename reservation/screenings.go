@@ -52,6 +52,7 @@ type NewScreening struct {
 	Lock         Strategy
 	Guard        Guard
 	PaymentDelay *time.Duration
+	HoldTTL      *time.Duration // nil: the service's default
 }
 
 // CreateScreening validates and stores a new screening. It returns
@@ -110,6 +111,11 @@ func (s *Service) CreateScreening(ctx context.Context, req NewScreening) (Screen
 	if n >= s.opts.MaxScreenings {
 		return Screening{}, errorf(ErrLimit, "this server holds its maximum of %d screenings; no more can be created", s.opts.MaxScreenings)
 	}
+	ttl, err := s.holdTTL(req.HoldTTL)
+	if err != nil {
+		return Screening{}, err
+	}
+	sc.HoldTTL = ttl
 	if err := s.store.CreateScreening(ctx, sc); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return Screening{}, &messageError{kind: ErrConflict, msg: fmt.Sprintf("a screening with id %q exists", sc.ID)}
@@ -203,12 +209,19 @@ func (s *Service) Seats(ctx context.Context, screeningID string) (Screening, []S
 	if err != nil {
 		return Screening{}, nil, err
 	}
+	held, err := s.store.SeatHolds(ctx, sc.ID)
+	if err != nil {
+		return Screening{}, nil, err
+	}
 	seats := make([]Seat, 0, sc.Capacity())
 	for r := range sc.Rows {
 		for n := 1; n <= sc.SeatsPerRow; n++ {
 			seat := Seat{ID: SeatID(r, n), Row: string(rune('A' + r)), Number: n, Status: SeatFree}
 			if id, ok := booked[seat.ID]; ok {
 				seat.Status, seat.BookingID = SeatBooked, id
+			}
+			if at, ok := held[seat.ID]; ok && seat.Status == SeatFree {
+				seat.Status, seat.HoldExpiresAt = SeatHeld, at
 			}
 			seat.Bookings = double[seat.ID]
 			seats = append(seats, seat)

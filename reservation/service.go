@@ -27,6 +27,10 @@ type Options struct {
 	// DefaultPaymentDelay applies to screenings created without one.
 	DefaultPaymentDelay time.Duration
 
+	// DefaultHoldTTL is how long a hold lasts on screenings created
+	// without a hold TTL. Zero means DefaultHoldTTL (10m).
+	DefaultHoldTTL time.Duration
+
 	// Payments, when set, is the payment provider a booking charges inside
 	// its critical section (taking the screening's payment delay to
 	// answer). Nil means a simulated payment: a wait of the payment delay.
@@ -83,6 +87,9 @@ type Service struct {
 	// one), so a cached copy can never be stale. Unknown ids are not
 	// cached: another instance may create that screening later.
 	screenings screeningCache
+
+	// orders caches the best-available order of each layout.
+	orders orders // bestavailable.go
 }
 
 // NewService returns a Service over the store.
@@ -104,6 +111,9 @@ func NewService(store Store, opts Options) *Service {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.DefaultHoldTTL <= 0 {
+		opts.DefaultHoldTTL = DefaultHoldTTL
 	}
 	return &Service{store: store, opts: opts}
 }

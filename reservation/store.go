@@ -11,8 +11,11 @@ import (
 // method the same semantics; the shared suite in reservation/storetest
 // proves it. They translate driver errors into this package's errors:
 // ErrNotFound, ErrConflict, ErrSeatTaken (as *SeatsTakenError),
-// ErrStaleToken, and ErrUnavailable when the backend cannot be reached.
+// ErrSeatHeld (as *SeatsHeldError), ErrStaleToken, and ErrUnavailable when
+// the backend cannot be reached.
 type Store interface {
+	HoldStore // holds.go
+
 	// CreateScreening stores a new screening. It returns ErrConflict if the
 	// id is taken.
 	CreateScreening(ctx context.Context, s Screening) error
@@ -46,10 +49,12 @@ type Store interface {
 
 	// Book writes a confirmed booking and gives it its seats, all or
 	// nothing, in one transaction. With GuardFence a seat is given only if
-	// it is free (else *SeatsTakenError naming every such seat) and, when
+	// it is free (else *SeatsTakenError naming every such seat), not held
+	// by a live hold (else *SeatsHeldError), and, when
 	// its fence is not 0, only if the fence is greater than the last fence
 	// written to that seat (else ErrStaleToken). With GuardOff each seat is
-	// given to the booking whatever held it before (the last writer wins).
+	// given to the booking whatever booked or held it before (the last
+	// writer wins).
 	// It returns ErrConflict if the write's idempotency key was used before
 	// on the screening; nothing is written then.
 	Book(ctx context.Context, w Write) error

@@ -31,6 +31,13 @@ type TxLease interface {
 	// returns the errors of Store.Book, and ErrInvalid when w names a seat
 	// that was not locked or another screening.
 	Book(ctx context.Context, w Write) error
+
+	// CreateHold records w in the transaction, with the semantics of
+	// HoldStore.CreateHold, and commits it; the commit releases the locks.
+	// When it fails, the transaction is rolled back and nothing is
+	// written. It returns the errors of CreateHold, and ErrInvalid when w
+	// is not for the locked seats.
+	CreateHold(ctx context.Context, w HoldWrite) (Hold, error)
 }
 
 // Reader is what a booking reads while it checks its seats: the reading
@@ -40,6 +47,8 @@ type Reader interface {
 	TakenSeats(ctx context.Context, screeningID string, seats []string) ([]string, error)
 	// Idempotent is Store.Idempotent.
 	Idempotent(ctx context.Context, screeningID string, keyHash []byte) (IdempotencyRecord, error)
+	// SeatsInUse is Store.SeatsInUse.
+	SeatsInUse(ctx context.Context, screeningID string, seats []string) (taken, held []string, err error)
 	// Booking is Store.Booking.
 	Booking(ctx context.Context, id string) (Booking, []byte, error)
 }

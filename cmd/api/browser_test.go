@@ -263,3 +263,84 @@ func TestSeatMapShowsCriticalSections(t *testing.T) {
 		t.Errorf("#locks %q (%v), want no seat inside", now, err)
 	}
 }
+
+// TestSeatMapHolds shows holds on the page: a hold made elsewhere turns its
+// seat held and its release frees it, live; a hold that expires frees its
+// seat with no event; and the page holds picked seats, counts down, and
+// confirms the hold into a booking.
+func TestSeatMapHolds(t *testing.T) {
+	ctx := browser(t)
+	api := startAPI(t, nil)
+	s := createScreening(t, api.url, `{"id":"browser-holds","movie":"Holds","rows":2,"seats_per_row":4,"hold_ttl_ms":60000}`)
+	short := createScreening(t, api.url, `{"id":"browser-expiry","movie":"Expiry","rows":1,"seats_per_row":2,"hold_ttl_ms":1000}`)
+	seat := func(id string) string { return `button.seat[data-seat="` + id + `"]` }
+	within := func(d time.Duration, actions ...chromedp.Action[chromedp.Void]) error {
+		wait, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		return chromedp.Do(wait, actions...)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(api.url+"/?screening="+s.ID), chromedp.WaitVisible(seat("B4"))); err != nil {
+		t.Fatalf("loading the page: %v", err)
+	}
+
+	t.Run("a hold made elsewhere shows held, and its release frees the seat", func(t *testing.T) {
+		h := mustHold(t, api.url, s.ID, "outside", "B2")
+		if err := within(5*time.Second, chromedp.WaitVisible(seat("B2")+".held")); err != nil {
+			t.Fatalf("B2 not shown held within 5s: %v", err)
+		}
+		title, err := chromedp.Run(ctx, chromedp.AttributeValue(seat("B2"), "title"))
+		if err != nil || !strings.Contains(title.Value, "held until") {
+			t.Errorf("B2's title %q (%v), want its expiry", title.Value, err)
+		}
+		counts, err := chromedp.Run(ctx, chromedp.Text("#info"))
+		if err != nil || !strings.Contains(counts, "held 1") || !strings.Contains(counts, "free 7") {
+			t.Errorf("counts %q (%v), want 1 held and 7 free", counts, err)
+		}
+		if r := call(t, "DELETE", api.url+"/v1/holds/"+h.ID, "", "Authorization", "Bearer "+h.Token); r.status != 204 {
+			t.Fatalf("release: %d %s", r.status, r.body)
+		}
+		if err := within(5*time.Second, chromedp.WaitVisible(seat("B2")+`[data-status="free"]`)); err != nil {
+			t.Fatalf("B2 not shown free within 5s of its release: %v", err)
+		}
+	})
+
+	t.Run("the page holds, counts down and confirms", func(t *testing.T) {
+		err := within(20*time.Second,
+			chromedp.Click(seat("A3")),
+			chromedp.WaitVisible(seat("A3")+".picked"),
+			chromedp.SendKeys("#customer", "holder"),
+			chromedp.Click("#hold"),
+			chromedp.WaitVisible("#countdown"),
+			chromedp.WaitVisible(seat("A3")+".held"),
+		)
+		if err != nil {
+			t.Fatalf("holding by clicking: %v", err)
+		}
+		left, err := chromedp.Run(ctx, chromedp.Text("#countdown"))
+		if err != nil || !strings.HasSuffix(left, "left") || !strings.HasPrefix(left, "0:") && !strings.HasPrefix(left, "1:") {
+			t.Errorf("countdown %q (%v), want about 1:00 left", left, err)
+		}
+		if _, seats := seatsOf(t, api.url, s.ID); seats["A3"].Status != "held" {
+			t.Errorf("A3 is %q on the server, want held", seats["A3"].Status)
+		}
+		if err := within(10*time.Second, chromedp.Click("#confirm-hold"), chromedp.WaitVisible("#token"), chromedp.WaitVisible(seat("A3")+".booked")); err != nil {
+			t.Fatalf("confirming: %v", err)
+		}
+		if _, seats := seatsOf(t, api.url, s.ID); seats["A3"].Status != "booked" {
+			t.Errorf("A3 is %q on the server, want booked", seats["A3"].Status)
+		}
+	})
+
+	t.Run("an expired hold frees its seat with no event", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(api.url+"/?screening="+short.ID), chromedp.WaitVisible(seat("A2"))); err != nil {
+			t.Fatal(err)
+		}
+		mustHold(t, api.url, short.ID, "walker", "A1")
+		if err := within(5*time.Second, chromedp.WaitVisible(seat("A1")+".held")); err != nil {
+			t.Fatalf("A1 not shown held: %v", err)
+		}
+		if err := within(10*time.Second, chromedp.WaitVisible(seat("A1")+`[data-status="free"]`)); err != nil {
+			t.Fatalf("A1 not shown free after its hold of 1s expired: %v", err)
+		}
+	})
+}

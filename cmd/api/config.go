@@ -28,6 +28,7 @@ type config struct {
 	LockTTL      time.Duration
 	LockWait     time.Duration
 	PaymentDelay time.Duration
+	HoldTTL      time.Duration
 	Demo         bool
 	AdminToken   string
 	PaymentURL   string // empty: the simulated payment (a wait)
@@ -89,6 +90,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	dur(&cfg.LockTTL, "lock-ttl", "LOCK_TTL", 10*time.Second, "lease of a distributed lock, renewed every third of it")
 	dur(&cfg.LockWait, "lock-wait", "LOCK_WAIT", 5*time.Second, "longest a booking waits for its seat locks before 409 seat_busy")
 	dur(&cfg.PaymentDelay, "payment-delay", "PAYMENT_DELAY", 0, "default simulated payment time inside the critical section")
+	dur(&cfg.HoldTTL, "hold-ttl", "HOLD_TTL", reservation.DefaultHoldTTL, "default length of a seat hold on new screenings, 1s to 1h")
 	fs.BoolVar(&cfg.Demo, "demo", false, "allow the unsafe choices lock=none and guard=off (env DEMO_MODE)")
 	env["demo"], hint["demo"] = "DEMO_MODE", "want true or false"
 	str(&cfg.PaymentURL, "payment-url", "PAYMENT_URL", "", "payment provider base URL (for example http://127.0.0.1:9100, see loadgen payments); empty means a simulated payment, a wait of the payment delay")
@@ -217,6 +219,9 @@ func (c config) validate() error {
 	}
 	if c.PaymentDelay < 0 || c.PaymentDelay > reservation.MaxPaymentDelay {
 		return fmt.Errorf("PAYMENT_DELAY %v must be from 0 to %v", c.PaymentDelay, reservation.MaxPaymentDelay)
+	}
+	if c.HoldTTL < reservation.MinHoldTTL || c.HoldTTL > reservation.MaxHoldTTL {
+		return fmt.Errorf("HOLD_TTL %v must be from %v to %v", c.HoldTTL, reservation.MinHoldTTL, reservation.MaxHoldTTL)
 	}
 	return nil
 }

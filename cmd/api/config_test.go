@@ -17,7 +17,7 @@ import (
 func TestParseConfig(t *testing.T) {
 	defaults := config{
 		Addr: ":8080", Lock: reservation.LockKeyedRedis, Guard: reservation.GuardFence,
-		LockTTL: 10 * time.Second, LockWait: 5 * time.Second,
+		LockTTL: 10 * time.Second, LockWait: 5 * time.Second, HoldTTL: 10 * time.Minute,
 		LockDir: filepath.Join(os.TempDir(), "seatlock-locks"), DBMaxConns: 16,
 		MaxScreenings: reservation.DefaultMaxScreenings,
 	}
@@ -34,14 +34,14 @@ func TestParseConfig(t *testing.T) {
 			"PAYMENT_DELAY": "1.5s", "DEMO_MODE": "true", "ADMIN_TOKEN": "t", "LOCK_DIR": "/tmp/l",
 			"REDLOCK_URLS": "redis://a:1/0, redis://b:1/0,redis://c:1/0", "ZOOKEEPER_SERVERS": "z1:2181,z2:2181",
 			"PAYMENT_URL": "http://127.0.0.1:9100", "DB_MAX_CONNS": "30",
-			"MAX_SCREENINGS": "50", "WRITE_RATE": "2.5",
+			"MAX_SCREENINGS": "50", "WRITE_RATE": "2.5", "HOLD_TTL": "90s",
 		}, func(c *config) {
 			*c = config{Addr: "127.0.0.1:9000", DatabaseURL: "postgres://u@db/x", RedisURL: "redis://r:6379/1",
 				Lock: reservation.LockNone, Guard: reservation.GuardOff, LockTTL: 2 * time.Second, LockWait: 250 * time.Millisecond,
 				PaymentDelay: 1500 * time.Millisecond, Demo: true, AdminToken: "t", LockDir: "/tmp/l",
 				RedlockURLs: []string{"redis://a:1/0", "redis://b:1/0", "redis://c:1/0"}, ZooKeeperServers: []string{"z1:2181", "z2:2181"},
 				PaymentURL: "http://127.0.0.1:9100", DBMaxConns: 30,
-				MaxScreenings: 50, WriteRate: 2.5}
+				MaxScreenings: 50, WriteRate: 2.5, HoldTTL: 90 * time.Second}
 		}},
 		{"sentinel-managed Redis", nil, map[string]string{
 			"REDIS_URL": "redis+sentinel://s1:26379/0?master_name=seatlock&addr=s2:26379",
@@ -96,6 +96,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"zero lock wait", []string{"-lock-wait", "0s"}, nil, "LOCK_WAIT"},
 		{"negative payment delay", []string{"-payment-delay", "-1s"}, nil, "PAYMENT_DELAY"},
 		{"payment delay over a minute", nil, map[string]string{"PAYMENT_DELAY": "61s"}, "PAYMENT_DELAY"},
+		{"hold ttl under a second", []string{"-hold-ttl", "999ms"}, nil, "HOLD_TTL"},
+		{"hold ttl over an hour", nil, map[string]string{"HOLD_TTL": "61m"}, "HOLD_TTL"},
 		{"bad database URL", nil, map[string]string{"DATABASE_URL": "postgres://u:pw@host:notaport/db"}, "DATABASE_URL"},
 		{"bad redis URL", []string{"-redis-url", "http://r:6379"}, nil, "REDIS_URL"},
 		{"sentinel URL without master", nil, map[string]string{"REDIS_URL": "redis+sentinel://s:26379/0"}, "REDIS_URL"},

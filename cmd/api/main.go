@@ -166,6 +166,7 @@ func newService(ctx context.Context, cfg config, b *backends, events reservation
 		DefaultLock:         cfg.Lock,
 		DefaultGuard:        cfg.Guard,
 		DefaultPaymentDelay: cfg.PaymentDelay,
+		DefaultHoldTTL:      cfg.HoldTTL,
 		LockWait:            cfg.LockWait,
 		Demo:                cfg.Demo,
 		MaxScreenings:       cfg.MaxScreenings,

@@ -195,7 +195,7 @@ func wantError(t testing.TB, r response, status int, code string) apiError {
 		t.Fatalf("error body %s is not {\"error\":{...}}", r.body)
 	}
 	for k := range shape["error"] {
-		if k != "code" && k != "message" && !(k == "seats" && code == "seat_taken") {
+		if k != "code" && k != "message" && !(k == "seats" && (code == "seat_taken" || code == "seat_held")) {
 			t.Errorf("error body has unexpected field %q: %s", k, r.body)
 		}
 	}
@@ -228,6 +228,8 @@ type seat struct {
 	Status    string   `json:"status"`
 	BookingID string   `json:"booking_id"`
 	Bookings  []string `json:"bookings"`
+	// HoldExpiresAt is set for a held seat.
+	HoldExpiresAt *time.Time `json:"hold_expires_at"`
 }
 
 type seatMap struct {

@@ -34,6 +34,7 @@ type createScreening struct {
 	Lock           string `json:"lock,omitempty"`
 	Guard          string `json:"guard,omitempty"`
 	PaymentDelayMS *int64 `json:"payment_delay_ms,omitempty"`
+	HoldTTLMS      *int64 `json:"hold_ttl_ms,omitempty"`
 }
 
 // seatState is one seat of GET /v1/screenings/{id}/seats.
@@ -162,37 +163,16 @@ type answer struct {
 // book sends POST /v1/screenings/{id}/bookings. It never fails: whatever
 // happened is in the answer, because every outcome has to be counted.
 func (c *client) book(ctx context.Context, target, screeningID string, seats []string, customer string) answer {
-	body, _ := json.Marshal(struct {
+	body := struct {
 		Seats    []string `json:"seats"`
 		Customer string   `json:"customer"`
-	}{seats, customer})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target+"/v1/screenings/"+screeningID+"/bookings", bytes.NewReader(body))
-	if err != nil {
-		return answer{err: err}
+	}{seats, customer}
+	var b booking
+	a := c.post(ctx, target+"/v1/screenings/"+screeningID+"/bookings", body, "", &b)
+	if a.status == http.StatusCreated && b.ID == "" {
+		return answer{err: errors.New("201 without a booking id")}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return answer{err: err}
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		// The status arrived but the body did not: for a 201 we cannot
-		// tell which booking it was, so treat it like no answer at all.
-		return answer{err: err}
-	}
-	a := answer{status: resp.StatusCode}
-	if resp.StatusCode == http.StatusCreated {
-		if err := json.Unmarshal(data, &a.booking); err != nil || a.booking.ID == "" {
-			return answer{err: fmt.Errorf("201 without a readable booking: %s", truncate(data))}
-		}
-		return a
-	}
-	var e apiError
-	if json.Unmarshal(data, &e) == nil {
-		a.code, a.taken = e.Error.Code, e.Error.Seats
-	}
+	a.booking = b
 	return a
 }
 

@@ -16,6 +16,7 @@ const (
 	scenarioSpread = "spread"
 	scenarioMixed  = "mixed"
 	scenarioMulti  = "multi"
+	// scenarioHold and scenarioBest are in holds.go.
 	// scenarioHealthz is the calibration scenario: GET /healthz, nothing
 	// booked, nothing verified. It measures how fast loadgen itself can
 	// send, to compare with a tool such as wrk on the same endpoint.
@@ -56,6 +57,8 @@ type config struct {
 	seed         uint64        // 0 = random
 	watchers     int           // -watchers: event streams held open during the run
 	payments     string        // -payments: base URL of the payment provider; empty = none
+	abandon      float64       // -abandon: share of holds never confirmed (hold)
+	holdTTL      time.Duration // -hold-ttl: hold length of the created screening; 0 = the server's
 }
 
 // usageError is a problem with how loadgen was called or with reaching the
@@ -111,7 +114,7 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 		paymentDelay optionalDuration
 	)
 	fs.StringVar(&targets, "targets", "http://127.0.0.1:8080", "comma-separated API base URLs; requests are spread round-robin")
-	fs.StringVar(&cfg.scenario, "scenario", scenarioHot, "hot, spread, mixed, multi, or healthz (calibration: GET /healthz, no verification)")
+	fs.StringVar(&cfg.scenario, "scenario", scenarioHot, "hot, spread, mixed, multi, best, hold, or healthz (calibration: GET /healthz, no verification)")
 	fs.IntVar(&cfg.clients, "clients", 64, "concurrent clients (closed loop); with -rate, the most requests in flight")
 	fs.Float64Var(&cfg.rate, "rate", 0, "requests per second, open loop (0 = closed loop)")
 	fs.IntVar(&cfg.requests, "requests", 2000, "stop after this many requests")
@@ -128,6 +131,8 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 	fs.DurationVar(&cfg.checkTimeout, "check-timeout", 10*time.Second, "time budget of the linearizability check")
 	fs.Uint64Var(&cfg.seed, "seed", 0, "seed of the seat choices (0 = random)")
 	fs.StringVar(&cfg.payments, "payments", "", "base URL of the payment provider the APIs charge through (loadgen payments); adds its charges, refunds and overlaps to the report")
+	fs.Float64Var(&cfg.abandon, "abandon", 0.1, "hold: share of holds never confirmed, 0 to 1 (the payer walks away)")
+	fs.DurationVar(&cfg.holdTTL, "hold-ttl", 0, "hold length of the created screening (default: 5s for hold, else the server's)")
 	fs.IntVar(&cfg.watchers, "watchers", 0, "open this many seat-map event streams on the run's screenings during the run, and count their events")
 
 	if err := fs.Parse(args); err != nil {
@@ -147,6 +152,9 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 	// whichever comes first.
 	cfg.stopByRequests = cfg.duration == 0 || set["requests"]
 	cfg.paymentDelay, cfg.hasPaymentDelay = paymentDelay.d, paymentDelay.set
+	if cfg.scenario == scenarioHold && !set["hold-ttl"] {
+		cfg.holdTTL = defaultHoldTTL
+	}
 
 	var err error
 	if cfg.targets, err = parseTargets(targets); err != nil {
@@ -168,9 +176,9 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 // validate checks the values that flag parsing alone cannot.
 func (c *config) validate() error {
 	switch c.scenario {
-	case scenarioHot, scenarioSpread, scenarioMixed, scenarioMulti, scenarioHealthz:
+	case scenarioHot, scenarioSpread, scenarioMixed, scenarioMulti, scenarioHealthz, scenarioHold, scenarioBest:
 	default:
-		return usagef("-scenario %q: want hot, spread, mixed, multi or healthz", c.scenario)
+		return usagef("-scenario %q: want hot, spread, mixed, multi, best, hold or healthz", c.scenario)
 	}
 	switch {
 	case c.clients < 1:
@@ -189,6 +197,14 @@ func (c *config) validate() error {
 		return usagef("-check-timeout %v: must be positive", c.checkTimeout)
 	case c.watchers < 0:
 		return usagef("-watchers %d: must not be negative", c.watchers)
+	case c.abandon < 0 || c.abandon > 1:
+		return usagef("-abandon %v: want a share from 0 to 1", c.abandon)
+	case c.holdTTL != 0 && (c.holdTTL < time.Second || c.holdTTL > time.Hour):
+		return usagef("-hold-ttl %v: want 1s to 1h", c.holdTTL)
+	case c.rate > 0 && (c.scenario == scenarioHold || c.scenario == scenarioBest):
+		return usagef("-rate: the %s scenario runs closed loop only", c.scenario)
+	case c.watchers > 0 && (c.scenario == scenarioHold || c.scenario == scenarioBest):
+		return usagef("-watchers: not offered with the %s scenario", c.scenario)
 	case c.watchers > 0 && c.scenario == scenarioHealthz:
 		return usagef("-watchers: the healthz scenario has no screening to watch")
 	}

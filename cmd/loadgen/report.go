@@ -66,6 +66,9 @@ type report struct {
 	// overlaps are two lock holders of one seat at once.
 	Payments *paymentCounts `json:"payments,omitempty"`
 
+	// Holds are the figures of the hold and best scenarios (holds.go).
+	Holds *holdCounts `json:"holds,omitempty"`
+
 	counts
 	Linearizable         verdict  `json:"linearizable"`
 	NonLinearizableSeats []string `json:"non_linearizable_seats,omitempty"`
@@ -82,7 +85,9 @@ type latencies struct {
 }
 
 // failed reports whether the run found a safety violation (exit status 1).
-func (r *report) failed() bool { return r.Refused == "" && r.counts.failed() }
+func (r *report) failed() bool {
+	return r.Refused == "" && (r.counts.failed() || r.Holds.failed())
+}
 
 // summarize fills in the request counts, throughput, latency and
 // parallelism from the records of a run.
@@ -202,6 +207,9 @@ func writeText(w io.Writer, r *report) error {
 	if p := r.Payments; p != nil {
 		row("payments", "%d charges, %d refunds, %d refused stale", p.Charges, p.Refunds, p.RefusedStale)
 		row("overlaps", "%d (charges for a seat while another was in progress: two lock holders at once)", p.Overlaps)
+	}
+	if h := r.Holds; h != nil {
+		writeHolds(row, h)
 	}
 	row("double-booked seats", "%d", r.DoubleBookedSeats)
 	row("lost bookings", "%d", r.LostBookings)

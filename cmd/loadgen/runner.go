@@ -51,6 +51,9 @@ func runScenario(ctx context.Context, cfg config, p progress) (*report, error) {
 	if cfg.scenario == scenarioHealthz {
 		return runHealthz(ctx, c, cfg, p)
 	}
+	if cfg.scenario == scenarioHold || cfg.scenario == scenarioBest {
+		return runTicketing(ctx, c, cfg, p)
+	}
 	// Set-up and verification go to the first target; with one shared
 	// database every instance sees the same screenings.
 	setup := cfg.targets[0]
@@ -205,9 +208,13 @@ func prepareScreening(ctx context.Context, c *client, target string, cfg config)
 		Lock:        cfg.lock,
 		Guard:       cfg.guard,
 	}
-	if cfg.hasPaymentDelay {
+	if cfg.hasPaymentDelay && cfg.scenario != scenarioHold { // hold pays on the client's side
 		ms := cfg.paymentDelay.Milliseconds()
 		req.PaymentDelayMS = &ms
+	}
+	if cfg.holdTTL > 0 {
+		ms := cfg.holdTTL.Milliseconds()
+		req.HoldTTLMS = &ms
 	}
 	s, err := create(ctx, c, target, req)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/seatlock/seatlock/reservation"
 )
@@ -27,7 +28,10 @@ type Store struct {
 	//   - a seat's holder, when set, is a booking of that screening;
 	//   - a confirmed booking holds only seats of its own Seats (under
 	//     GuardOff it may have lost some to a later booking);
-	//   - a seat's fence never decreases.
+	//   - a seat's fence never decreases;
+	//   - a seat has a holder or a hold, never both, and its hold, when
+	//     set, is a stored hold of that screening (live or not: expiry is
+	//     read from the clock, never written).
 	mu         sync.RWMutex
 	screenings map[string]reservation.Screening
 	order      []string                        // screening ids, oldest first
@@ -35,12 +39,16 @@ type Store struct {
 	seats      map[string]map[string]seatState // screening id → seat id → state
 	bookings   map[string]*booking             // booking id → booking
 	idem       map[idemKey]string              // (screening, key hash) → booking id
+	holds      map[string]*hold                // hold id → hold
+
+	now func() time.Time // the store's clock, which decides expiry
 }
 
 // seatState is what the store knows of one seat that was ever written.
 type seatState struct {
 	holder string // id of the booking that holds the seat; "" when free
 	fence  int64  // highest fencing token ever written to the seat
+	hold   string // id of the last hold written to the seat; "" when none
 }
 
 // booking is a stored booking with its secrets.
@@ -55,14 +63,20 @@ type idemKey struct {
 	keyHash     string
 }
 
-// New returns an empty Store.
-func New() *Store {
+// New returns an empty Store whose clock is time.Now.
+func New() *Store { return NewWithClock(time.Now) }
+
+// NewWithClock returns an empty Store that reads the time from now, the
+// clock that decides when holds expire. Tests pass a clock they move.
+func NewWithClock(now func() time.Time) *Store {
 	return &Store{
 		screenings: make(map[string]reservation.Screening),
 		position:   make(map[string]int),
 		seats:      make(map[string]map[string]seatState),
 		bookings:   make(map[string]*booking),
 		idem:       make(map[idemKey]string),
+		holds:      make(map[string]*hold),
+		now:        now,
 	}
 }
 
@@ -235,22 +249,8 @@ func (s *Store) Book(ctx context.Context, w reservation.Write) error {
 		// The guard: check every seat before writing any. mu is held from
 		// here to the end of the write, so what is checked is still true
 		// when it is written.
-		var taken []string
-		stale := false
-		for _, seat := range b.Seats {
-			st := seats[seat]
-			switch fence := w.Fences[seat]; {
-			case st.holder != "":
-				taken = append(taken, seat)
-			case fence != 0 && fence <= st.fence:
-				stale = true
-			}
-		}
-		if len(taken) > 0 {
-			return &reservation.SeatsTakenError{Seats: taken}
-		}
-		if stale {
-			return fmt.Errorf("memory: %w", reservation.ErrStaleToken)
+		if err := s.guard(b.ScreeningID, b.Seats, w.Fences, ""); err != nil {
+			return err
 		}
 	}
 
@@ -259,18 +259,26 @@ func (s *Store) Book(ctx context.Context, w reservation.Write) error {
 		s.seats[b.ScreeningID] = seats
 	}
 	for _, seat := range b.Seats {
+		// A blind write (GuardOff) takes the seat from a hold too.
 		seats[seat] = seatState{holder: b.ID, fence: max(seats[seat].fence, w.Fences[seat])}
 	}
+	s.addBooking(w)
+	return nil
+}
+
+// addBooking stores w's booking as confirmed, with its idempotency record.
+// s.mu must be held.
+func (s *Store) addBooking(w reservation.Write) {
+	b := w.Booking
 	stored := &booking{Booking: copyBooking(b), tokenHash: slices.Clone(w.TokenHash)}
 	stored.Status = reservation.BookingConfirmed
 	if w.Idempotency != nil {
 		rec := copyRecord(*w.Idempotency)
 		rec.BookingID = b.ID
 		stored.idem = &rec
-		s.idem[key] = b.ID
+		s.idem[idemKey{b.ScreeningID, string(rec.KeyHash)}] = b.ID
 	}
 	s.bookings[b.ID] = stored
-	return nil
 }
 
 // Booking returns the booking with the id and the hash of its token, or

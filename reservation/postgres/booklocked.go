@@ -60,6 +60,53 @@ func (l xactLocker) LockSeats(ctx context.Context, screeningID string, seats []s
 	busy := func(what string, cause error) error {
 		return fmt.Errorf("postgres: lock seats: %s within the lock wait: %w (%w)", what, reservation.ErrSeatBusy, cause)
 	}
+	locked, err := l.begin(ctx, screeningID, seats)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = locked.Release(ctx)
+		}
+	}()
+
+	keys := make([]string, len(seats))
+	for i, seat := range seats {
+		keys[i] = reservation.SeatKey(screeningID, seat)
+	}
+	if deadline, has := ctx.Deadline(); has {
+		timeout := max(time.Until(deadline), time.Millisecond)
+		_, err = locked.tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, fmt.Sprintf("%dms", timeout.Milliseconds()))
+	}
+	if err == nil {
+		err = pglock.XactLock(ctx, locked.tx, keys...)
+	}
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return nil, busy(fmt.Sprintf("seats %v were not free", seats), ctx.Err())
+	case errors.As(err, &pgErr) && pgErr.Code == "55P03": // lock_not_available
+		return nil, busy(fmt.Sprintf("seats %v were not free", seats), context.DeadlineExceeded)
+	default:
+		return nil, translate("lock seats", err)
+	}
+	// The write's own row locks wait as long as the session allows, as in
+	// Book: put lock_timeout back. ctx is only the lock wait; this belongs
+	// to the transaction.
+	if _, err := locked.tx.Exec(context.WithoutCancel(ctx), `SET LOCAL lock_timeout TO DEFAULT`); err != nil {
+		return nil, translate("lock seats", err)
+	}
+	ok = true
+	return locked, nil
+}
+
+// begin takes a slot for a booking in a transaction and begins one, for
+// the seats of a screening. A slot or a connection that did not come free
+// before ctx's deadline is an overloaded database, not a busy seat (no seat
+// was even tried): the error wraps reservation.ErrUnavailable.
+func (l xactLocker) begin(ctx context.Context, screeningID string, seats []string) (*lockedTx, error) {
 	exhausted := func(what string) error {
 		return fmt.Errorf("postgres: lock seats: %s within the lock wait: %w (%w)", what, reservation.ErrUnavailable, ctx.Err())
 	}
@@ -82,43 +129,42 @@ func (l xactLocker) LockSeats(ctx context.Context, screeningID string, seats []s
 		}
 		return nil, translate("lock seats", err)
 	}
-	locked := &lockedTx{tx: tx, screeningID: screeningID, seats: slices.Clone(seats), slots: l.s.txSlots}
-	ok := false
-	defer func() {
-		if !ok {
-			_ = locked.Release(ctx)
-		}
-	}()
+	return &lockedTx{tx: tx, screeningID: screeningID, seats: slices.Clone(seats), slots: l.s.txSlots}, nil
+}
 
+var _ reservation.SeatTryLocker = xactLocker{}
+
+// TryLockSeats is LockSeats without waiting for a lock: a best-available
+// request skips the seats another request is taking. When a seat's lock is
+// held it rolls back and returns a *reservation.SeatsBusyError naming the
+// seats held. The slot and the connection are waited for as long as ctx
+// allows, as in LockSeats: a full pool is no busy seat.
+func (l xactLocker) TryLockSeats(ctx context.Context, screeningID string, seats []string) (reservation.SeatLease, error) {
+	locked, err := l.begin(ctx, screeningID, seats)
+	if err != nil {
+		return nil, err
+	}
 	keys := make([]string, len(seats))
+	seatOf := make(map[string]string, len(seats))
 	for i, seat := range seats {
 		keys[i] = reservation.SeatKey(screeningID, seat)
+		seatOf[keys[i]] = seat
 	}
-	if deadline, has := ctx.Deadline(); has {
-		timeout := max(time.Until(deadline), time.Millisecond)
-		_, err = tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, fmt.Sprintf("%dms", timeout.Milliseconds()))
+	held, err := pglock.XactTryLock(ctx, locked.tx, keys...)
+	if err == nil && len(held) == 0 {
+		return locked, nil
 	}
-	if err == nil {
-		err = pglock.XactLock(ctx, tx, keys...)
-	}
-	var pgErr *pgconn.PgError
-	switch {
-	case err == nil:
-	case ctx.Err() != nil:
-		return nil, busy(fmt.Sprintf("seats %v were not free", seats), ctx.Err())
-	case errors.As(err, &pgErr) && pgErr.Code == "55P03": // lock_not_available
-		return nil, busy(fmt.Sprintf("seats %v were not free", seats), context.DeadlineExceeded)
-	default:
+	// A transaction lock cannot be given back before its transaction
+	// ends: the rollback gives back those that were had.
+	_ = locked.Release(ctx)
+	if err != nil {
 		return nil, translate("lock seats", err)
 	}
-	// The write's own row locks wait as long as the session allows, as in
-	// Book: put lock_timeout back. ctx is only the lock wait; this belongs
-	// to the transaction.
-	if _, err := tx.Exec(context.WithoutCancel(ctx), `SET LOCAL lock_timeout TO DEFAULT`); err != nil {
-		return nil, translate("lock seats", err)
+	busy := make([]string, len(held))
+	for i, key := range held {
+		busy[i] = seatOf[key]
 	}
-	ok = true
-	return locked, nil
+	return nil, &reservation.SeatsBusyError{Seats: busy}
 }
 
 // lockedTx is a transaction that holds the advisory locks of seats of one
@@ -202,4 +248,36 @@ func (t *lockedTx) Idempotent(ctx context.Context, screeningID string, keyHash [
 
 func (t *lockedTx) Booking(ctx context.Context, id string) (reservation.Booking, []byte, error) {
 	return booking(ctx, t.tx, id)
+}
+
+func (t *lockedTx) SeatsInUse(ctx context.Context, screeningID string, seats []string) (taken, held []string, err error) {
+	return seatsInUse(ctx, t.tx, screeningID, seats)
+}
+
+// CreateHold records w in the transaction with the statements of
+// Store.CreateHold, and commits, releasing the locks. It rolls back when it
+// fails. It returns the errors of Store.CreateHold, and
+// reservation.ErrInvalid when w is not for the locked seats.
+func (t *lockedTx) CreateHold(ctx context.Context, w reservation.HoldWrite) (reservation.Hold, error) {
+	h, err := t.createHold(ctx, w)
+	if err != nil {
+		_ = t.Release(ctx)
+	}
+	return h, err
+}
+
+func (t *lockedTx) createHold(ctx context.Context, w reservation.HoldWrite) (reservation.Hold, error) {
+	if err := w.Validate(); err != nil {
+		return reservation.Hold{}, err
+	}
+	if w.Hold.ScreeningID != t.screeningID || !slices.Equal(w.Hold.Seats, t.seats) {
+		return reservation.Hold{}, fmt.Errorf("postgres: hold locked: the hold is not for the locked seats: %w", reservation.ErrInvalid)
+	}
+	h, err := createHold(ctx, t.tx, w)
+	if err != nil {
+		return reservation.Hold{}, err
+	}
+	err = t.tx.Commit(ctx)
+	t.free()
+	return h, translate("hold locked", err)
 }

@@ -266,8 +266,11 @@ func TestXactCancelDuringPaymentWritesNothing(t *testing.T) {
 		_, err := svc.Book(ctx, reservation.BookRequest{ScreeningID: sc.ID, Seats: []string{"A1", "A2"}, Customer: "alice"})
 		done <- err
 	}()
-	// Wait until the booking holds its two locks: it is paying.
-	for deadline := time.Now().Add(10 * time.Second); count(advisoryLocks) < 2; {
+	// Wait until the booking holds its two locks and its transaction is
+	// idle: it has checked the seats and is paying. A cancel
+	// that lands during a query instead closes the connection, and the
+	// server lets go of the locks only once it notices.
+	for deadline := time.Now().Add(10 * time.Second); count(advisoryLocks) < 2 || count(openTransactions) < 1; {
 		if time.Now().After(deadline) {
 			t.Fatal("the booking never held its locks")
 		}

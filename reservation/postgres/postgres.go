@@ -105,19 +105,19 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 const insertScreening = `
-INSERT INTO screenings (id, movie, starts_at, row_count, seats_per_row, lock_strategy, write_guard, payment_delay)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
+INSERT INTO screenings (id, movie, starts_at, row_count, seats_per_row, lock_strategy, write_guard, payment_delay, hold_ttl)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
 
 // CreateScreening stores a new screening. It returns reservation.ErrConflict
 // if the id is taken.
 func (s *Store) CreateScreening(ctx context.Context, sc reservation.Screening) error {
 	_, err := s.pool.Exec(ctx, insertScreening,
-		sc.ID, sc.Movie, sc.StartsAt, sc.Rows, sc.SeatsPerRow, sc.Lock, sc.Guard, sc.PaymentDelay)
+		sc.ID, sc.Movie, sc.StartsAt, sc.Rows, sc.SeatsPerRow, sc.Lock, sc.Guard, sc.PaymentDelay, sc.HoldTTL)
 	return translate("create screening", err)
 }
 
 const selectScreenings = `
-SELECT id, movie, starts_at, row_count, seats_per_row, lock_strategy, write_guard, payment_delay
+SELECT id, movie, starts_at, row_count, seats_per_row, lock_strategy, write_guard, payment_delay, hold_ttl
 FROM screenings`
 
 // CountScreenings returns how many screenings the store holds.
@@ -154,7 +154,7 @@ func (s *Store) Screenings(ctx context.Context, after string, limit int) ([]rese
 
 func scanScreening(row pgx.CollectableRow) (reservation.Screening, error) {
 	var sc reservation.Screening
-	err := row.Scan(&sc.ID, &sc.Movie, &sc.StartsAt, &sc.Rows, &sc.SeatsPerRow, &sc.Lock, &sc.Guard, &sc.PaymentDelay)
+	err := row.Scan(&sc.ID, &sc.Movie, &sc.StartsAt, &sc.Rows, &sc.SeatsPerRow, &sc.Lock, &sc.Guard, &sc.PaymentDelay, &sc.HoldTTL)
 	sc.StartsAt = sc.StartsAt.UTC()
 	return sc, err
 }
@@ -234,8 +234,8 @@ INSERT INTO bookings (id, screening_id, customer, seats, status, token_hash, cre
 VALUES ($1, $2, $3, $4, 'confirmed', $5, $6, $7, $8, $9, $10)`
 
 // upsertSeatsFenced is the write guard. Each seat row is created if the seat
-// was never written, else updated only if the seat is free and the write's
-// fence (when not 0) is newer than the seat's. A row whose WHERE fails is
+// was never written, else updated only if the seat is free (no booking, no
+// live hold) and the write's fence (when not 0) is newer than the seat's. A row whose WHERE fails is
 // not returned, so fewer rows back than seats asked means the guard refused.
 // The seats are written in sorted order, so two bookings that share seats
 // wait for each other's row locks in one order and cannot deadlock.
@@ -246,13 +246,16 @@ FROM unnest($3::text[], $4::bigint[]) AS w (seat, fence)
 ORDER BY w.seat
 ON CONFLICT (screening_id, seat) DO UPDATE
     SET booking_id = excluded.booking_id,
-        fence = GREATEST(seats.fence, excluded.fence)
+        fence = GREATEST(seats.fence, excluded.fence),
+        hold_id = NULL, hold_expires_at = NULL
     WHERE seats.booking_id IS NULL
+      AND (seats.hold_id IS NULL OR seats.hold_expires_at <= clock_timestamp())
       AND (excluded.fence = 0 OR seats.fence < excluded.fence)
 RETURNING seat`
 
 // upsertSeatsBlind is the write of GuardOff: the same upsert with no WHERE,
-// so the last writer wins. It still keeps the highest fence it has seen.
+// so the last writer wins, over a booking or a hold. It still keeps the
+// highest fence it has seen.
 const upsertSeatsBlind = `
 INSERT INTO seats (screening_id, seat, booking_id, fence)
 SELECT $1::text, w.seat, $2::uuid, w.fence
@@ -260,7 +263,8 @@ FROM unnest($3::text[], $4::bigint[]) AS w (seat, fence)
 ORDER BY w.seat
 ON CONFLICT (screening_id, seat) DO UPDATE
     SET booking_id = excluded.booking_id,
-        fence = GREATEST(seats.fence, excluded.fence)
+        fence = GREATEST(seats.fence, excluded.fence),
+        hold_id = NULL, hold_expires_at = NULL
 RETURNING seat`
 
 // Book writes a confirmed booking and gives it its seats, all or nothing,
@@ -324,12 +328,14 @@ func book(ctx context.Context, tx pgx.Tx, w reservation.Write) error {
 		return translate("book", err)
 	}
 	if len(written) < len(b.Seats) {
-		return refusal(ctx, tx, b, written)
+		return refusal(ctx, tx, b.ScreeningID, b.Seats, written)
 	}
 	return nil
 }
 
 // bookResults reads the answers to Book's batch: the seats the upsert wrote.
+// Close reads the answers to any statements queued after the upsert, and
+// returns the first error among them.
 func bookResults(results pgx.BatchResults) ([]string, error) {
 	defer results.Close()
 	if _, err := results.Exec(); err != nil {
@@ -346,27 +352,30 @@ func bookResults(results pgx.BatchResults) ([]string, error) {
 // refusal finds out why the guard refused some seats of b, inside the
 // transaction that tried to write them. The upsert has locked every seat row
 // it touched, written or not, so what it reads here is exactly what the
-// guard saw. The caller rolls the transaction back.
-func refusal(ctx context.Context, tx pgx.Tx, b reservation.Booking, written []string) error {
+// guard saw (a hold that expired since is reported as held: it was live
+// when the guard looked). The caller rolls the transaction back.
+func refusal(ctx context.Context, tx pgx.Tx, screeningID string, seats, written []string) error {
 	var refused []string
-	for _, seat := range b.Seats {
+	for _, seat := range seats {
 		if !slices.Contains(written, seat) {
 			refused = append(refused, seat)
 		}
 	}
-	rows, _ := tx.Query(ctx, selectTakenSeats, b.ScreeningID, refused)
+	rows, _ := tx.Query(ctx, selectTakenSeats, screeningID, refused)
+	taken, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return translate("book", err)
+	}
+	if len(taken) > 0 {
+		return &reservation.SeatsTakenError{Seats: taken}
+	}
+	rows, _ = tx.Query(ctx, selectHoldingSeats, screeningID, refused)
 	held, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return translate("book", err)
 	}
-	var taken []string
-	for _, seat := range b.Seats {
-		if slices.Contains(held, seat) {
-			taken = append(taken, seat)
-		}
-	}
-	if len(taken) > 0 {
-		return &reservation.SeatsTakenError{Seats: taken}
+	if len(held) > 0 {
+		return &reservation.SeatsHeldError{Seats: held}
 	}
 	// Free but refused: the seat has seen a newer fence.
 	return fmt.Errorf("postgres: book: %w", reservation.ErrStaleToken)

@@ -2,13 +2,11 @@ package storetest
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +28,7 @@ func Run(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("idempotency", func(t *testing.T) { testIdempotency(t, newStore) })
 	t.Run("copies", func(t *testing.T) { testCopies(t, newStore) })
 	t.Run("concurrency", func(t *testing.T) { testConcurrency(t, newStore) })
+	t.Run("holds", func(t *testing.T) { testHolds(t, newStore) })
 	t.Run("ping", func(t *testing.T) {
 		if err := newStore(t).Ping(t.Context()); err != nil {
 			t.Fatalf("Ping: %v", err)
@@ -647,28 +646,7 @@ func testConcurrency(t *testing.T, newStore func(t *testing.T) reservation.Store
 // a minute, which is how a deadlock shows.
 func bookAll(t *testing.T, store reservation.Store, writes []reservation.Write) []error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	errs := make([]error, len(writes))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, w := range writes {
-		wg.Go(func() {
-			<-start
-			errs[i] = store.Book(ctx, w)
-		})
-	}
-	close(start)
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		// The goroutines are stuck inside the store; they cannot be
-		// stopped from here, only reported.
-		t.Fatalf("%d concurrent bookings did not all return within a minute: deadlock?", len(writes))
-	}
-	return errs
+	return runAll(t, len(writes), func(i int) error { return store.Book(t.Context(), writes[i]) })
 }
 
 // checkNoOverlap checks the outcome of concurrent bookings: every booking
@@ -713,6 +691,7 @@ func screeningValue() reservation.Screening {
 		Lock:         reservation.LockKeyedRedis,
 		Guard:        reservation.GuardFence,
 		PaymentDelay: 1500 * time.Millisecond,
+		HoldTTL:      7 * time.Minute,
 	}
 }
 

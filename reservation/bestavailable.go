@@ -1,0 +1,386 @@
+package reservation
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Best available: the customer asks for a number of seats, optionally side
+// by side, and the server picks the best free ones. Under contention many
+// requests want the same best seats at once, so a request must never queue
+// behind another for a seat: it tries each candidate's locks without
+// waiting, and a seat someone else is taking is skipped like a booked one.
+// Only when no suitable set is left that nobody else is taking is the
+// answer ErrSoldOut.
+//
+// The order, best first (docs/api.md restates it):
+//   - rows by their distance from the middle row (for an even number of
+//     rows the two middle rows tie); a tie goes to the row further back
+//     (the later letter);
+//   - within a row, seats by their distance from the middle of the row; a
+//     tie goes to the lower number;
+//   - adjacent seats: a block of count consecutive seats in one row, rows
+//     in the order above, then blocks by the distance of their centre from
+//     the middle of the row, a tie to the lower first number;
+//   - seats that need not be adjacent: the count best single seats in the
+//     order above, so they may span rows.
+
+// SeatsBusyError says which seats' locks someone else holds. It matches
+// ErrSeatBusy with errors.Is.
+type SeatsBusyError struct {
+	Seats []string
+}
+
+func (e *SeatsBusyError) Error() string {
+	return fmt.Sprintf("seats being taken by someone else: %s", strings.Join(e.Seats, ", "))
+}
+
+// Is makes errors.Is(err, ErrSeatBusy) true.
+func (e *SeatsBusyError) Is(target error) bool { return target == ErrSeatBusy }
+
+// SeatTryLocker is a SeatLocker that can take the seats' locks without
+// waiting. A best-available request uses it to skip seats that another
+// request is taking; a locker that is not one is waited for, as a booking
+// of named seats would.
+type SeatTryLocker interface {
+	// TryLockSeats takes the locks of the given seats (sorted, distinct),
+	// all or nothing, without waiting for any held by someone else. When
+	// one was held it holds none and returns a *SeatsBusyError naming the
+	// seats it found held (an empty list when they came free while it
+	// looked); it returns ErrUnavailable when the backend cannot be
+	// reached.
+	TryLockSeats(ctx context.Context, screeningID string, seats []string) (SeatLease, error)
+}
+
+// seatIndex numbers the seats of a layout row by row from 0: A1 is 0, B1
+// is perRow. The search works on these numbers; seat ids are made only for
+// the seats it tries.
+func seatIndex(id string, perRow int) (int, bool) {
+	row, n, err := ParseSeatID(id)
+	if err != nil || n > perRow {
+		return 0, false
+	}
+	return int(row-'A')*perRow + n - 1, true
+}
+
+// rowOrder returns the row indexes (0 for A), middle first, a tie to the
+// row further back.
+func rowOrder(rows int) []int {
+	order := make([]int, rows)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		// Distances are doubled so that a half-way middle stays whole.
+		return cmp.Or(cmp.Compare(abs(2*a-(rows-1)), abs(2*b-(rows-1))), cmp.Compare(b, a))
+	})
+	return order
+}
+
+// numberOrder returns the first numbers of the blocks of width seats in a
+// row of perRow seats, the block nearest the middle first, a tie to the
+// lower number. Width 1 orders single seats.
+func numberOrder(perRow, width int) []int {
+	starts := make([]int, 0, max(perRow-width+1, 0))
+	for s := 1; s+width-1 <= perRow; s++ {
+		starts = append(starts, s)
+	}
+	// A block's centre is s + (width-1)/2, the row's (perRow+1)/2; doubled.
+	dist := func(s int) int { return abs(2*s + width - 1 - (perRow + 1)) }
+	slices.SortFunc(starts, func(a, b int) int { return cmp.Or(cmp.Compare(dist(a), dist(b)), cmp.Compare(a, b)) })
+	return starts
+}
+
+func abs(x int) int { return max(x, -x) }
+
+// blockOrder returns the seat index of the first seat of every block of
+// width seats side by side in a layout, best block first (width 1: every
+// seat, best first).
+func blockOrder(rows, perRow, width int) []int {
+	var out []int
+	for _, r := range rowOrder(rows) {
+		for _, n := range numberOrder(perRow, width) {
+			out = append(out, r*perRow+n-1)
+		}
+	}
+	return out
+}
+
+// orderKey names one order of blockOrder.
+type orderKey struct{ rows, perRow, width int }
+
+// orders caches blockOrder: a layout's order never changes, and computing
+// it for every request of a busy screening would cost more than the rest
+// of the search.
+type orders struct {
+	// mu protects m, which only grows: at most MaxRows * MaxSeatsPerRow *
+	// MaxSeatsPerBooking small entries, fewer in practice (few layouts).
+	mu sync.Mutex
+	m  map[orderKey][]int
+}
+
+func (o *orders) get(rows, perRow, width int) []int {
+	k := orderKey{rows, perRow, width}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if order, ok := o.m[k]; ok {
+		return order
+	}
+	if o.m == nil {
+		o.m = make(map[orderKey][]int)
+	}
+	order := blockOrder(rows, perRow, width)
+	o.m[k] = order
+	return order
+}
+
+// picker hands out the candidate seat sets of one best-available request,
+// best first, leaving out every set with a seat in skip.
+//
+// Its cursor only moves forward. That is correct because skip only grows:
+// a set the cursor has passed had a seat in skip, or was tried and
+// failed, which put a seat of it into skip (see search), so it can never
+// come back. Without the cursor, every one of the many requests that race
+// for the same best seats would rescan the layout from its best seat after
+// each try it loses.
+type picker struct {
+	sc       Screening
+	count    int
+	adjacent bool
+	order    []int  // blockOrder of the layout for count (adjacent) or 1
+	skip     []bool // by seat index: booked, held, or being taken
+	next     int    // position in order of the first set not yet passed
+}
+
+// candidate returns the best set left, as sorted seat ids, or nil.
+func (p *picker) candidate() []string {
+	if !p.adjacent {
+		var set []string
+		for k := p.next; k < len(p.order); k++ {
+			i := p.order[k]
+			if p.skip[i] {
+				if len(set) == 0 {
+					p.next = k + 1 // a skipped seat before the first free one: passed for good
+				}
+				continue
+			}
+			if set = append(set, SeatID(i/p.sc.SeatsPerRow, i%p.sc.SeatsPerRow+1)); len(set) == p.count {
+				sortSeats(set)
+				return set
+			}
+		}
+		return nil
+	}
+blocks:
+	for ; p.next < len(p.order); p.next++ {
+		first := p.order[p.next]
+		for i := first; i < first+p.count; i++ {
+			if p.skip[i] {
+				continue blocks
+			}
+		}
+		set := make([]string, p.count)
+		for k := range set {
+			i := first + k
+			set[k] = SeatID(i/p.sc.SeatsPerRow, i%p.sc.SeatsPerRow+1)
+		}
+		return set
+	}
+	return nil
+}
+
+// mark puts the seats into skip.
+func (p *picker) mark(seats []string) {
+	for _, id := range seats {
+		if i, ok := seatIndex(id, p.sc.SeatsPerRow); ok && i < len(p.skip) {
+			p.skip[i] = true
+		}
+	}
+}
+
+// search finds the best free seats for a best-available request and runs
+// attempt on them. attempt takes the seats' locks without waiting, checks
+// them and writes; it returns an error wrapping ErrSeatBusy when a lock was
+// held, ErrSeatTaken or ErrSeatHeld when a seat turned out unavailable, in
+// which cases search goes on with the next candidate. Any other error, or
+// success, ends the search. It returns ErrSoldOut when no candidate is
+// left, and ErrSeatBusy when the lock wait passes before one succeeds.
+func (s *Service) search(ctx context.Context, sc Screening, count int, adjacent bool, attempt func(seats []string) error) error {
+	width := 1
+	if adjacent {
+		width = count
+	}
+	p := &picker{sc: sc, count: count, adjacent: adjacent,
+		order: s.orders.get(sc.Rows, sc.SeatsPerRow, width), skip: make([]bool, sc.Capacity())}
+	// unavailable marks the seats booked or held now. It runs again when a
+	// candidate turns out taken: under contention the map read at the
+	// start grows stale fast, and one read is cheaper than trying every
+	// seat others took since, one candidate at a time.
+	unavailable := func() error {
+		booked, err := s.store.BookedSeats(ctx, sc.ID)
+		if err != nil {
+			return err
+		}
+		held, err := s.store.SeatHolds(ctx, sc.ID)
+		if err != nil {
+			return err
+		}
+		for id := range booked {
+			p.mark([]string{id})
+		}
+		for id := range held {
+			p.mark([]string{id})
+		}
+		return nil
+	}
+	if err := unavailable(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(s.opts.LockWait)
+	busy := 0
+	for {
+		set := p.candidate()
+		if set == nil {
+			what := fmt.Sprintf("%d free seats", count)
+			if adjacent && count > 1 {
+				what = fmt.Sprintf("%d free seats side by side", count)
+			}
+			msg := fmt.Sprintf("screening %s has no %s left", sc.ID, what)
+			if busy > 0 {
+				msg += " that nobody else is taking"
+			}
+			return &messageError{kind: ErrSoldOut, msg: msg}
+		}
+		if time.Now().After(deadline) {
+			return &messageError{kind: ErrSeatBusy, msg: fmt.Sprintf("no free seats could be had within the lock wait of %v; try again", s.opts.LockWait)}
+		}
+		err := attempt(set)
+		var busySeats *SeatsBusyError
+		var taken *SeatsTakenError
+		var heldErr *SeatsHeldError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &busySeats):
+			// Someone is taking these: never wait, try the next best. An
+			// empty list (the lock came free again while the locker
+			// looked for the busy one) tries the same seats again.
+			busy++
+			p.mark(busySeats.Seats)
+		case errors.Is(err, ErrSeatBusy):
+			// A locker that cannot tell which seat was busy.
+			busy++
+			p.mark(set)
+		case errors.As(err, &taken):
+			p.mark(taken.Seats)
+			if err := unavailable(); err != nil {
+				return err
+			}
+		case errors.As(err, &heldErr):
+			p.mark(heldErr.Seats)
+			if err := unavailable(); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+}
+
+// tryLock takes the seats' locks of the screening's strategy without
+// waiting where the locker can (see SeatTryLocker), else waiting at most
+// the lock wait.
+func (s *Service) tryLock(ctx context.Context, sc Screening, seats []string) (SeatLease, error) {
+	if sc.Lock == LockNone {
+		return noLease{}, nil
+	}
+	if t, ok := s.opts.Lockers[sc.Lock].(SeatTryLocker); ok {
+		return t.TryLockSeats(ctx, sc.ID, seats)
+	}
+	return s.lock(ctx, sc, seats)
+}
+
+// validateBest checks a best-available request: a count of 1 to
+// MaxSeatsPerBooking, no seats named, a valid customer.
+func validateBest(sc Screening, count int, customer string) error {
+	if count < 1 || count > MaxSeatsPerBooking {
+		return invalidf("count must be from 1 to %d", MaxSeatsPerBooking)
+	}
+	if count > sc.Capacity() {
+		return invalidf("count %d is more than the %d seats of screening %s", count, sc.Capacity(), sc.ID)
+	}
+	if err := validText(customer, MaxCustomerLen); err != nil {
+		return invalidf("customer %s", err)
+	}
+	return nil
+}
+
+// bestRequest checks the shape of a request that may be best available:
+// seats or a count, never both, never neither; adjacent only with a count.
+func bestRequest(seats []string, count int, adjacent bool) (best bool, err error) {
+	switch {
+	case len(seats) > 0 && count != 0:
+		return false, invalidf("send either seats or count, not both")
+	case len(seats) == 0 && count == 0:
+		if adjacent {
+			return false, invalidf("adjacent needs a count")
+		}
+		return false, invalidf("send seats (1 to %d seat ids) or count (1 to %d)", MaxSeatsPerBooking, MaxSeatsPerBooking)
+	case adjacent && count == 0:
+		return false, invalidf("adjacent goes with count, not with seats")
+	}
+	return count != 0, nil
+}
+
+// bookBest books the best count seats available for req: each candidate
+// runs the critical section of a booking (try the locks, check, pay,
+// write), and a candidate that someone else is taking or took is skipped.
+func (s *Service) bookBest(ctx context.Context, sc Screening, req BookRequest) (Confirmation, error) {
+	if err := validateBest(sc, req.Count, req.Customer); err != nil {
+		return Confirmation{}, err
+	}
+	var idem *idempotency
+	if req.IdempotencyKey != "" {
+		// The request, not the seats it got, is what a retry repeats.
+		idem = newIdempotency(req.IdempotencyKey, []string{fmt.Sprintf("count=%d adjacent=%t", req.Count, req.Adjacent)}, req.Customer)
+		if c, ok, err := s.replay(ctx, s.store, sc.ID, idem); ok || err != nil {
+			return c, err
+		}
+	}
+	var c Confirmation
+	err := s.search(ctx, sc, req.Count, req.Adjacent, func(seats []string) (err error) {
+		lease, err := s.tryLock(ctx, sc, seats)
+		if err != nil {
+			return err
+		}
+		defer s.release(ctx, lease)
+		store := s.storeOf(lease)
+		if err := checkFree(ctx, store, sc.ID, seats); err != nil {
+			return err
+		}
+		c, err = s.payAndWrite(ctx, store, sc, seats, req.Customer, lease, idem)
+		return err
+	})
+	return c, err
+}
+
+// holdBest holds the best count seats available for req, skipping those
+// that someone else is taking, as bookBest does.
+func (s *Service) holdBest(ctx context.Context, sc Screening, req HoldRequest, w HoldWrite) (Hold, error) {
+	if err := validateBest(sc, req.Count, req.Customer); err != nil {
+		return Hold{}, err
+	}
+	var h Hold
+	err := s.search(ctx, sc, req.Count, req.Adjacent, func(seats []string) (err error) {
+		w.Hold.Seats = seats
+		h, err = s.holdSeats(ctx, sc, w, 0)
+		return err
+	})
+	return h, err
+}

@@ -1,0 +1,329 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seatlock/seatlock/reservation"
+)
+
+// Holds live in the table holds, and each held seat's row carries the
+// hold's id and a copy of its expiry, so that every write's guard (a
+// booking's, a hold's, a confirm's) decides on the seat row alone, under
+// that row's lock: a seat is held while hold_expires_at > clock_timestamp(),
+// the database's clock, which every instance of the API shares. Nothing
+// runs when a hold expires; the next write of the seat finds the hold
+// over and overwrites it.
+//
+// Lock order: an operation on an existing hold (confirm, release) locks the
+// hold's row first, then its seats' rows in seat order; every other write
+// locks only seat rows, in seat order. So no two of them wait for each
+// other in a cycle.
+
+const insertHold = `
+INSERT INTO holds (id, screening_id, customer, seats, status, token_hash, created_at, expires_at)
+SELECT $1, $2, $3, $4, 'held', $5, t.now, t.now + $6::interval
+FROM (SELECT date_trunc('microseconds', clock_timestamp()) AS now) AS t
+RETURNING created_at, expires_at`
+
+// upsertSeatsHeld is the guard of a hold: the fenced upsert of a booking,
+// writing the hold instead of a booking. The subquery reads the hold's row,
+// inserted just before in the same transaction.
+const upsertSeatsHeld = `
+INSERT INTO seats (screening_id, seat, fence, hold_id, hold_expires_at)
+SELECT $1::text, w.seat, w.fence, h.id, h.expires_at
+FROM unnest($3::text[], $4::bigint[]) AS w (seat, fence)
+CROSS JOIN (SELECT id, expires_at FROM holds WHERE id = $2) AS h
+ORDER BY w.seat
+ON CONFLICT (screening_id, seat) DO UPDATE
+    SET hold_id = excluded.hold_id,
+        hold_expires_at = excluded.hold_expires_at,
+        fence = GREATEST(seats.fence, excluded.fence)
+    WHERE seats.booking_id IS NULL
+      AND (seats.hold_id IS NULL OR seats.hold_expires_at <= clock_timestamp())
+      AND (excluded.fence = 0 OR seats.fence < excluded.fence)
+RETURNING seat`
+
+// selectHoldingSeats lists which of the seats $2 carry a hold that was live
+// when the transaction began: inside a write that the guard refused, the
+// seats a live hold kept from it. (now() is the transaction's start, before
+// the guard looked, so a hold live for the guard is live for this.)
+const selectHoldingSeats = `
+SELECT s.seat
+FROM unnest($2::text[]) WITH ORDINALITY AS asked (seat, n)
+JOIN seats s ON s.screening_id = $1 AND s.seat = asked.seat
+WHERE s.hold_id IS NOT NULL AND s.hold_expires_at > now()
+ORDER BY asked.n`
+
+// CreateHold records a new live hold on the seats, all or nothing, in one
+// transaction: begin, one batch with the hold's insert and the seats'
+// guarded upsert, commit. The hold's expiry is the database's clock plus
+// w.TTL. See reservation.HoldStore for its errors; it also returns
+// reservation.ErrUnavailable when the database cannot be reached.
+func (s *Store) CreateHold(ctx context.Context, w reservation.HoldWrite) (reservation.Hold, error) {
+	if err := w.Validate(); err != nil {
+		return reservation.Hold{}, err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return reservation.Hold{}, translate("create hold", err)
+	}
+	defer tx.Rollback(ctx) // after Commit, a no-op
+	h, err := createHold(ctx, tx, w)
+	if err != nil {
+		return reservation.Hold{}, err
+	}
+	return h, translate("create hold", tx.Commit(ctx))
+}
+
+// createHold writes a validated w inside tx and leaves tx to the caller.
+func createHold(ctx context.Context, tx pgx.Tx, w reservation.HoldWrite) (reservation.Hold, error) {
+	h := w.Hold
+	fences := make([]int64, len(h.Seats))
+	for i, seat := range h.Seats {
+		fences[i] = w.Fences[seat]
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(insertHold, h.ID, h.ScreeningID, h.Customer, h.Seats, w.TokenHash, w.TTL)
+	batch.Queue(upsertSeatsHeld, h.ScreeningID, h.ID, h.Seats, fences)
+	results := tx.SendBatch(ctx, batch)
+	written, err := holdResults(results, &h)
+	if err != nil {
+		return reservation.Hold{}, translate("create hold", err)
+	}
+	if len(written) < len(h.Seats) {
+		return reservation.Hold{}, refusal(ctx, tx, h.ScreeningID, h.Seats, written)
+	}
+	h.Seats = slices.Clone(h.Seats)
+	h.Status = reservation.HoldHeld
+	h.BookingID = ""
+	h.CreatedAt, h.ExpiresAt = h.CreatedAt.UTC(), h.ExpiresAt.UTC()
+	return h, nil
+}
+
+// holdResults reads the answers to CreateHold's batch: the hold's times
+// into h, and the seats the upsert wrote.
+func holdResults(results pgx.BatchResults, h *reservation.Hold) ([]string, error) {
+	defer results.Close()
+	if err := results.QueryRow().Scan(&h.CreatedAt, &h.ExpiresAt); err != nil {
+		return nil, err
+	}
+	rows, _ := results.Query()
+	written, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	return written, results.Close()
+}
+
+// selectHold reads a hold; a held hold whose expiry has passed reads as
+// expired.
+const selectHold = `
+SELECT screening_id, customer, seats,
+       CASE WHEN status = 'held' AND expires_at <= clock_timestamp() THEN 'expired' ELSE status END,
+       created_at, expires_at, coalesce(booking_id::text, ''), token_hash
+FROM holds WHERE id = $1`
+
+// Hold returns the hold with the id and the hash of its token, or
+// reservation.ErrNotFound.
+func (s *Store) Hold(ctx context.Context, id string) (reservation.Hold, []byte, error) {
+	return readHold(ctx, s.pool, selectHold, id)
+}
+
+func readHold(ctx context.Context, q querier, query, id string) (reservation.Hold, []byte, error) {
+	if uuid.Validate(id) != nil {
+		return reservation.Hold{}, nil, fmt.Errorf("postgres: hold: %w", reservation.ErrNotFound)
+	}
+	h := reservation.Hold{ID: id}
+	var tokenHash []byte
+	err := q.QueryRow(ctx, query, id).Scan(&h.ScreeningID, &h.Customer, &h.Seats, &h.Status,
+		&h.CreatedAt, &h.ExpiresAt, &h.BookingID, &tokenHash)
+	if err != nil {
+		return reservation.Hold{}, nil, translate("hold", err)
+	}
+	h.CreatedAt, h.ExpiresAt = h.CreatedAt.UTC(), h.ExpiresAt.UTC()
+	return h, tokenHash, nil
+}
+
+// confirmSeats moves a live hold's seats to its booking, locking the seat
+// rows in seat order first. A seat whose hold expired (by the database's
+// clock at this statement) is not moved, and fewer rows back than seats
+// means the confirm must fail.
+const confirmSeats = `
+WITH held AS (
+    SELECT screening_id, seat
+    FROM seats
+    WHERE screening_id = $1 AND seat = ANY ($2::text[])
+    ORDER BY seat
+    FOR UPDATE
+)
+UPDATE seats SET booking_id = $4, hold_id = NULL, hold_expires_at = NULL
+FROM held
+WHERE seats.screening_id = held.screening_id AND seats.seat = held.seat
+  AND seats.hold_id = $3 AND seats.booking_id IS NULL
+  AND seats.hold_expires_at > clock_timestamp()
+RETURNING seats.seat`
+
+// ConfirmHold turns a live hold into the booking w in one transaction. It
+// locks the hold's row first (FOR UPDATE), so that a concurrent confirm or
+// release of the same hold waits and then finds it confirmed; then it
+// writes the booking and moves the seats, whose own guard checks the
+// expiry again by the database's clock at that moment. A hold that expires
+// between the two checks is refused by the second, and the transaction
+// rolls back: never a booking from an expired hold. See
+// reservation.HoldStore for its errors.
+func (s *Store) ConfirmHold(ctx context.Context, holdID string, w reservation.Write) error {
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	if uuid.Validate(holdID) != nil {
+		return fmt.Errorf("postgres: confirm hold: %w", reservation.ErrNotFound)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return translate("confirm hold", err)
+	}
+	defer tx.Rollback(ctx) // after Commit, a no-op
+	h, _, err := readHold(ctx, tx, selectHold+` FOR UPDATE`, holdID)
+	if err != nil {
+		return err
+	}
+	b := w.Booking
+	switch {
+	case h.Status == reservation.HoldExpired:
+		return fmt.Errorf("postgres: confirm hold %s: %w", holdID, reservation.ErrHoldExpired)
+	case h.Status != reservation.HoldHeld:
+		return fmt.Errorf("postgres: confirm hold %s: it is %s: %w", holdID, h.Status, reservation.ErrConflict)
+	case b.ScreeningID != h.ScreeningID || !slices.Equal(b.Seats, h.Seats):
+		return fmt.Errorf("postgres: confirm hold: the booking is not for the seats of hold %s: %w", holdID, reservation.ErrInvalid)
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(insertBooking, b.ID, b.ScreeningID, b.Customer, b.Seats, w.TokenHash, b.CreatedAt,
+		nil, nil, nil, nil)
+	batch.Queue(confirmSeats, h.ScreeningID, h.Seats, holdID, b.ID)
+	batch.Queue(`UPDATE holds SET status = 'confirmed', booking_id = $2 WHERE id = $1`, holdID, b.ID)
+	moved, err := bookResults(tx.SendBatch(ctx, batch))
+	if err != nil {
+		return translate("confirm hold", err)
+	}
+	if len(moved) < len(h.Seats) {
+		var live bool
+		if err := tx.QueryRow(ctx, `SELECT expires_at > clock_timestamp() FROM holds WHERE id = $1`, holdID).Scan(&live); err != nil {
+			return translate("confirm hold", err)
+		}
+		if !live {
+			return fmt.Errorf("postgres: confirm hold %s: %w", holdID, reservation.ErrHoldExpired)
+		}
+		// Only a blind write (GuardOff) takes a seat from a live hold.
+		return fmt.Errorf("postgres: confirm hold %s: a blind write took some of its seats: %w", holdID, reservation.ErrConflict)
+	}
+	return translate("confirm hold", tx.Commit(ctx))
+}
+
+// releaseSeats frees the seats a hold still holds, locking them in seat
+// order.
+const releaseSeats = `
+WITH held AS (
+    SELECT screening_id, seat
+    FROM seats
+    WHERE screening_id = $1 AND seat = ANY ($2::text[]) AND hold_id = $3
+    ORDER BY seat
+    FOR UPDATE
+)
+UPDATE seats SET hold_id = NULL, hold_expires_at = NULL
+FROM held
+WHERE seats.screening_id = held.screening_id AND seats.seat = held.seat AND seats.hold_id = $3`
+
+// ReleaseHold ends a live hold and frees its seats in one transaction,
+// with the hold's row locked first like ConfirmHold. See
+// reservation.HoldStore.
+func (s *Store) ReleaseHold(ctx context.Context, id string) (reservation.HoldStatus, error) {
+	if uuid.Validate(id) != nil {
+		return "", fmt.Errorf("postgres: release hold: %w", reservation.ErrNotFound)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return "", translate("release hold", err)
+	}
+	defer tx.Rollback(ctx) // after Commit, a no-op
+	h, _, err := readHold(ctx, tx, selectHold+` FOR UPDATE`, id)
+	if err != nil {
+		return "", err
+	}
+	switch h.Status {
+	case reservation.HoldConfirmed:
+		return h.Status, fmt.Errorf("postgres: release hold %s: it is confirmed: %w", id, reservation.ErrConflict)
+	case reservation.HoldReleased, reservation.HoldExpired:
+		return h.Status, nil
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(`UPDATE holds SET status = 'released' WHERE id = $1`, id)
+	batch.Queue(releaseSeats, h.ScreeningID, h.Seats, id)
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return "", translate("release hold", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return "", translate("release hold", err)
+	}
+	return reservation.HoldHeld, nil
+}
+
+// selectSeatsInUse lists which of the seats $2 are booked (true) or held by
+// a live hold (false), in the order asked.
+const selectSeatsInUse = `
+SELECT s.seat, s.booking_id IS NOT NULL
+FROM unnest($2::text[]) WITH ORDINALITY AS asked (seat, n)
+JOIN seats s ON s.screening_id = $1 AND s.seat = asked.seat
+WHERE s.booking_id IS NOT NULL OR (s.hold_id IS NOT NULL AND s.hold_expires_at > clock_timestamp())
+ORDER BY asked.n`
+
+// SeatsInUse returns which of the given seats are booked and which are
+// held by a live hold, each in the order given, in one query.
+func (s *Store) SeatsInUse(ctx context.Context, screeningID string, seats []string) (taken, held []string, err error) {
+	return seatsInUse(ctx, s.pool, screeningID, seats)
+}
+
+func seatsInUse(ctx context.Context, q querier, screeningID string, seats []string) (taken, held []string, err error) {
+	if len(seats) == 0 {
+		return nil, nil, nil
+	}
+	rows, _ := q.Query(ctx, selectSeatsInUse, screeningID, seats)
+	var seat string
+	var booked bool
+	_, err = pgx.ForEachRow(rows, []any{&seat, &booked}, func() error {
+		if booked {
+			taken = append(taken, seat)
+		} else {
+			held = append(held, seat)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, translate("seats in use", err)
+	}
+	return taken, held, nil
+}
+
+// SeatHolds returns the seats of a screening held by a live hold, each
+// mapped to its hold's expiry.
+func (s *Store) SeatHolds(ctx context.Context, screeningID string) (map[string]time.Time, error) {
+	rows, _ := s.pool.Query(ctx, `
+		SELECT seat, hold_expires_at FROM seats
+		WHERE screening_id = $1 AND hold_id IS NOT NULL AND hold_expires_at > clock_timestamp()`, screeningID)
+	out := make(map[string]time.Time)
+	var seat string
+	var at time.Time
+	_, err := pgx.ForEachRow(rows, []any{&seat, &at}, func() error {
+		out[seat] = at.UTC()
+		return nil
+	})
+	if err != nil {
+		return nil, translate("seat holds", err)
+	}
+	return out, nil
+}
