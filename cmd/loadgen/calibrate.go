@@ -32,22 +32,17 @@ func runHealthz(ctx context.Context, c *client, cfg config, p progress) (*report
 	if cfg.stopByRequests {
 		d.requests = cfg.requests
 	}
-	records, _, wall, err := d.run(ctx)
+	records, start, wall, err := d.run(ctx)
 	finish()
 	if err != nil {
 		return nil, err
 	}
-	rep := &report{
-		Scenario:     cfg.scenario,
-		Targets:      cfg.targets,
-		Mode:         "closed",
-		Clients:      cfg.clients,
-		Rate:         cfg.rate,
-		Linearizable: unknownVerdict,
+	tl, err := runTimeline(cfg, records, start, wall, nil)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.rate > 0 {
-		rep.Mode = "open"
-	}
+	rep := newReport(cfg)
+	rep.Linearizable, rep.Timeline = unknownVerdict, tl
 	rep.summarize(records, wall)
 	// summarize counts only 201 as success; here success is 200, and no
 	// critical section is involved, so parallelism is left out.

@@ -111,6 +111,34 @@ func (c *client) health(ctx context.Context, target string) error {
 	return c.do(ctx, http.MethodGet, target+"/healthz", nil, http.StatusOK, nil)
 }
 
+// startupWait is how long loadgen gives a target (or the payment provider)
+// that does not answer yet before it declares it unreachable: an instance
+// started a moment ago is still connecting to its backends, and a script
+// that starts the servers and then loadgen should not have to poll first.
+const startupWait = 5 * time.Second
+
+// retryStartup calls try until it succeeds or wait is over, sleeping 100
+// ms, 200 ms, 400 ms, ... (at most 1 s) between tries, and returns the last
+// error. It gives up at once when ctx ends.
+func retryStartup(ctx context.Context, wait time.Duration, try func(context.Context) error) error {
+	deadline := time.Now().Add(wait)
+	pause := 100 * time.Millisecond
+	for {
+		err := try(ctx)
+		if err == nil || ctx.Err() != nil || time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		timer := time.NewTimer(pause)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return err
+		}
+		pause = min(2*pause, time.Second)
+	}
+}
+
 // createScreening creates a screening and returns it as the server stored
 // it, defaults filled in.
 func (c *client) createScreening(ctx context.Context, target string, req createScreening) (*screening, error) {

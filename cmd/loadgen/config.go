@@ -59,6 +59,7 @@ type config struct {
 	payments     string        // -payments: base URL of the payment provider; empty = none
 	abandon      float64       // -abandon: share of holds never confirmed (hold)
 	holdTTL      time.Duration // -hold-ttl: hold length of the created screening; 0 = the server's
+	faultsFile   string        // -faults: file of fault windows, read after the run; empty = none
 }
 
 // usageError is a problem with how loadgen was called or with reaching the
@@ -133,6 +134,7 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 	fs.StringVar(&cfg.payments, "payments", "", "base URL of the payment provider the APIs charge through (loadgen payments); adds its charges, refunds and overlaps to the report")
 	fs.Float64Var(&cfg.abandon, "abandon", 0.1, "hold: share of holds never confirmed, 0 to 1 (the payer walks away)")
 	fs.DurationVar(&cfg.holdTTL, "hold-ttl", 0, "hold length of the created screening (default: 5s for hold, else the server's)")
+	fs.StringVar(&cfg.faultsFile, "faults", "", "file of fault windows, one JSON line each ({\"name\",\"start\",\"end\"}, RFC 3339), appended by whoever injects faults; read after the run and marked on its timeline")
 	fs.IntVar(&cfg.watchers, "watchers", 0, "open this many seat-map event streams on the run's screenings during the run, and count their events")
 
 	if err := fs.Parse(args); err != nil {
@@ -168,6 +170,9 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 		cfg.payments = urls[0]
 	}
 	if err := cfg.validate(); err != nil {
+		return config{}, err
+	}
+	if err := checkFaults(cfg.faultsFile); err != nil {
 		return config{}, err
 	}
 	return cfg, nil

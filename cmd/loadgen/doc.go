@@ -31,14 +31,25 @@
 // Without -rate the load is a closed loop of -clients clients; with it, an
 // open loop whose latency counts from each request's scheduled time.
 //
+// Every report also shows the run over time, in buckets of its wall time:
+// throughput, latency, errors by kind and, with -payments, overlapping
+// charges polled from the provider during the run. Faults are marked on it
+// from the file of -faults, to which whoever injects them appends one JSON
+// line per fault ({"name","start","end"}, RFC 3339), so that an outage,
+// the recovery and the moment a lock broke can be seen side by side.
+//
 // Exit status: 0 clean, 1 when a seat was double-booked, a confirmed
 // booking was lost, or a seat was booked for a request that was refused;
 // 2 for bad usage, unreachable targets or a run that could not be verified.
+// (go run turns every failure into its own exit status 1: build loadgen
+// where the status matters.) A target that does not answer yet is retried
+// for up to 5 seconds before it counts as unreachable.
 //
 // Example, three instances against one Postgres and one Redis:
 //
 //	scripts/cluster.sh start
-//	go run ./cmd/loadgen -targets http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083 \
+//	go build -o bin/loadgen ./cmd/loadgen
+//	bin/loadgen -targets http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083 \
 //	    -scenario hot -lock keyed -payment-delay 5ms
 //
 // See docs/loadgen.md for every flag, the report fields and how parallelism

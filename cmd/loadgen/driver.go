@@ -67,8 +67,9 @@ type driver struct {
 
 // run sends requests until the limit is reached or ctx is done. It returns
 // every request it sent, the start of the run (the origin of the records'
-// times) and its wall time (start to last answer). An error means a request could not even be prepared (a fresh
-// screening could not be created); the records so far are returned with it.
+// times) and its wall time (start to last answer). An error means a request
+// could not even be prepared (a fresh screening could not be created); the
+// records so far are returned with it.
 //
 // Each client goroutine owns its own slice of records and its own random
 // source, so the hot path takes no lock; run owns the goroutines and waits
@@ -90,39 +91,10 @@ func (d *driver) run(ctx context.Context) (records []record, start time.Time, wa
 	start = time.Now()
 	for c := range d.clients {
 		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(d.seed, uint64(c)))
-			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if d.requests > 0 && i >= d.requests {
-					return
-				}
-				intended, ok := d.schedule(ctx, start, i)
-				if !ok {
-					return
-				}
-				var r record
-				if d.picker == nil {
-					r.sent = time.Since(start)
-					r.answer = d.client.probe(ctx, d.targets[i%len(d.targets)])
-				} else {
-					t, err := d.picker.pick(ctx, i, rng)
-					if err != nil {
-						failOnce.Do(func() { failErr = err; cancel() })
-						return
-					}
-					r = record{screening: t.screening.ID, seats: t.seats, customer: fmt.Sprintf("lg-%s-%d", d.runID, i)}
-					r.sent = time.Since(start)
-					r.answer = d.client.book(ctx, d.targets[i%len(d.targets)], t.screening.ID, t.seats, r.customer)
-				}
-				r.done = time.Since(start)
-				r.intended = r.sent
-				if d.rate > 0 {
-					r.intended = intended
-				}
-				perConn[c] = append(perConn[c], r)
-				if d.progress != nil {
-					d.progress()
-				}
+			var err error
+			perConn[c], err = d.loop(ctx, start, &next, rand.New(rand.NewPCG(d.seed, uint64(c))))
+			if err != nil {
+				failOnce.Do(func() { failErr = err; cancel() })
 			}
 		})
 	}
@@ -135,6 +107,58 @@ func (d *driver) run(ctx context.Context) (records []record, start time.Time, wa
 		}
 	}
 	return records, start, wall, failErr
+}
+
+// loop is one client: it takes the next request number, waits for its turn
+// and sends it, until the run's limit or ctx ends it. It returns the
+// records of its requests, and an error when one could not be prepared.
+func (d *driver) loop(ctx context.Context, start time.Time, next *atomic.Int64, rng *rand.Rand) ([]record, error) {
+	var records []record
+	for ctx.Err() == nil {
+		i := int(next.Add(1) - 1)
+		if d.requests > 0 && i >= d.requests {
+			break
+		}
+		intended, ok := d.schedule(ctx, start, i)
+		if !ok {
+			break
+		}
+		r, err := d.send(ctx, start, i, rng)
+		if err != nil {
+			return records, err
+		}
+		r.intended = r.sent
+		if d.rate > 0 {
+			r.intended = intended
+		}
+		records = append(records, r)
+		if d.progress != nil {
+			d.progress()
+		}
+	}
+	return records, nil
+}
+
+// send sends request i to its target (round robin) and records its times
+// and answer: a booking of the seats the picker chooses, or GET /healthz
+// when there is no picker. It fails only when the picker does.
+func (d *driver) send(ctx context.Context, start time.Time, i int, rng *rand.Rand) (record, error) {
+	target := d.targets[i%len(d.targets)]
+	var r record
+	if d.picker == nil {
+		r.sent = time.Since(start)
+		r.answer = d.client.probe(ctx, target)
+	} else {
+		t, err := d.picker.pick(ctx, i, rng)
+		if err != nil {
+			return record{}, err
+		}
+		r = record{screening: t.screening.ID, seats: t.seats, customer: fmt.Sprintf("lg-%s-%d", d.runID, i)}
+		r.sent = time.Since(start)
+		r.answer = d.client.book(ctx, target, t.screening.ID, t.seats, r.customer)
+	}
+	r.done = time.Since(start)
+	return r, nil
 }
 
 // schedule decides when request i goes out. In a closed loop that is now,

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +97,38 @@ func TestRunTextReport(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("text report lacks %q:\n%s", want, stdout)
 		}
+	}
+}
+
+// The text report's last line is the verdict, and it matches the exit
+// status: CLEAN with 0, FAILED and what failed with 1.
+func TestRunVerdictLine(t *testing.T) {
+	doubleBooking := &fakeAPI{}
+	doubleBooking.doubleBook.Store(true)
+	for _, tc := range []struct {
+		name   string
+		api    *fakeAPI
+		args   []string
+		code   int
+		result string // a regexp for the line
+	}{
+		{"clean", &fakeAPI{}, []string{"-seats", "2"}, 0, `^result +CLEAN$`},
+		{"double-booked and lost", doubleBooking, []string{"-seats", "2"}, 1,
+			`^result +FAILED: DOUBLE-BOOKED \(2 seats\), LOST \([0-9]+ bookings\); exit status 1$`},
+		{"booked against a refusal", &fakeAPI{refuseAfterBooking: 5}, []string{"-scenario", "spread"}, 1,
+			`^result +FAILED: BOOKED AGAINST A REFUSAL \(10 seats\); exit status 1$`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := newFakeAPI(t, tc.api)
+			code, stdout, stderr := runLoadgen(t, nil, append([]string{"-targets", url, "-clients", "4", "-requests", "50"}, tc.args...)...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, tc.code, stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(stdout), "\n")
+			if last := lines[len(lines)-1]; !regexp.MustCompile(tc.result).MatchString(last) {
+				t.Errorf("last line %q, want %s", last, tc.result)
+			}
+		})
 	}
 }
 
@@ -204,12 +238,8 @@ func TestRunLostAnswers(t *testing.T) {
 }
 
 func TestRunUnreachableTargetExitsTwo(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(t)
+	began := time.Now()
 	code, stdout, stderr := runLoadgen(t, nil, "-targets", "http://"+addr, "-requests", "10")
 	if code != 2 {
 		t.Fatalf("exit %d, want 2", code)
@@ -217,6 +247,50 @@ func TestRunUnreachableTargetExitsTwo(t *testing.T) {
 	if stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "unreachable") {
 		t.Errorf("want one line on stderr about the unreachable target, got stdout %q stderr %q", stdout, stderr)
 	}
+	// It waited for the target to come up, but not for ever.
+	if took := time.Since(began); took < startupWait-time.Second || took > startupWait+10*time.Second {
+		t.Errorf("gave up after %v, want about %v", took.Round(time.Millisecond), startupWait)
+	}
+}
+
+// A target that starts answering a moment after loadgen starts (an
+// instance still starting, as in a script that starts the servers and
+// loadgen together) is waited for, not declared unreachable.
+func TestRunWaitsForATargetStillStarting(t *testing.T) {
+	addr := freeAddr(t)
+	srv := httptest.NewUnstartedServer((&fakeAPI{}).handler())
+	listening := make(chan error, 1)
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		l, err := net.Listen("tcp", addr)
+		if err == nil {
+			srv.Listener.Close()
+			srv.Listener = l
+			srv.Start()
+		}
+		listening <- err
+	}()
+	t.Cleanup(func() {
+		if <-listening == nil {
+			srv.Close()
+		}
+	})
+	code, _, stderr := runLoadgen(t, nil, "-targets", "http://"+addr, "-clients", "2", "-requests", "10")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 once the target answers; stderr: %s", code, stderr)
+	}
+}
+
+// freeAddr returns a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
 }
 
 func TestRunAdminToken(t *testing.T) {

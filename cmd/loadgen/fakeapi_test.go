@@ -51,6 +51,13 @@ type fakeScreening struct {
 
 func newFakeAPI(t *testing.T, f *fakeAPI) string {
 	t.Helper()
+	srv := httptest.NewServer(f.handler())
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// handler is the fake's routes, for a server of the caller's.
+func (f *fakeAPI) handler() http.Handler {
 	f.screenings = map[string]*fakeScreening{}
 	f.bookings = map[string]booking{}
 	mux := http.NewServeMux()
@@ -62,9 +69,7 @@ func newFakeAPI(t *testing.T, f *fakeAPI) string {
 	mux.HandleFunc("GET /v1/screenings/{id}/seats", f.getSeats)
 	mux.HandleFunc("POST /v1/screenings/{id}/bookings", f.book)
 	mux.HandleFunc("GET /v1/bookings/{id}", f.getBooking)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return mux
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -55,3 +55,16 @@ func TestTicketingAgainstRealAPI(t *testing.T) {
 		}
 	})
 }
+
+// The verdict names the hold scenarios' violations like the others.
+func TestVerdictNamesHoldViolations(t *testing.T) {
+	rep := &report{Scenario: scenarioHold, Holds: &holdCounts{ConfirmedAfterExpiry: 1, AbandonedSeatsNotFreed: 3}}
+	want := "FAILED: CONFIRMED AFTER EXPIRY (1 confirm), ABANDONED NOT FREED (3 seats); exit status 1"
+	if got := rep.verdict(); got != want {
+		t.Errorf("verdict %q, want %q", got, want)
+	}
+	rep.Holds = &holdCounts{SoldOutWithFreeSeats: 2}
+	if got := rep.verdict(); !strings.Contains(got, "SOLD OUT WITH FREE SEATS (2 seats)") {
+		t.Errorf("verdict %q does not name the free seats of a sold-out screening", got)
+	}
+}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"html"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -47,6 +49,34 @@ func TestHTMLReport(t *testing.T) {
 		if strings.Contains(page, `class="bars"`) {
 			t.Error("a single run has compare bar charts")
 		}
+		if !strings.Contains(page, `<p class="verdict clean"><strong>result: CLEAN</strong>`) {
+			t.Error("the report has no verdict line")
+		}
+		if !strings.Contains(page, "Closed loop") || strings.Contains(page, "intended send time") {
+			t.Error("a closed-loop report must say latency counts from the send, not from an intended send time")
+		}
+	})
+
+	t.Run("one unsafe run: the verdict says what failed", func(t *testing.T) {
+		f := &fakeAPI{}
+		f.doubleBook.Store(true)
+		code, _, _ := runLoadgen(t, nil, "-targets", newFakeAPI(t, f), "-seats", "2", "-clients", "4", "-requests", "50", "-html", filepath.Join(dir, "unsafe.html"))
+		if code != 1 {
+			t.Fatalf("exit %d, want 1", code)
+		}
+		if page := read(t, "unsafe.html"); !regexp.MustCompile(`<p class="verdict failed"><strong>result: FAILED: DOUBLE-BOOKED \(2 seats\), LOST`).MatchString(page) {
+			t.Error("the verdict line does not say what failed")
+		}
+	})
+
+	t.Run("open loop: latency from the intended send time", func(t *testing.T) {
+		code, _, stderr := runLoadgen(t, nil, "-targets", url, "-scenario", "spread", "-rate", "500", "-clients", "4", "-requests", "50", "-html", filepath.Join(dir, "open.html"))
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		if page := read(t, "open.html"); !strings.Contains(page, "intended send time") || strings.Contains(page, "Closed loop") {
+			t.Error("an open-loop report must say latency counts from the intended send time")
+		}
 	})
 
 	t.Run("compare: a curve per strategy and four bar charts", func(t *testing.T) {
@@ -60,11 +90,52 @@ func TestHTMLReport(t *testing.T) {
 				t.Errorf("%s/%s curve has %d points, want %d", s.lock, s.guard, n, len(curveQuantiles))
 			}
 		}
+		if n := strings.Count(page, `<svg class="timeline"`); n != len(compareStrategies()) {
+			t.Errorf("%d timelines, want one per strategy (%d)", n, len(compareStrategies()))
+		}
 		for _, chart := range []string{"confirmed bookings", "double-booked seats", "throughput (req/s)", "parallelism"} {
 			m := regexp.MustCompile(`(?s)data-chart="` + regexp.QuoteMeta(chart) + `".*?</svg>`).FindString(page)
 			if bars := strings.Count(m, "<rect"); bars != len(compareStrategies()) {
 				t.Errorf("chart %q has %d bars, want one per strategy (%d)", chart, bars, len(compareStrategies()))
 			}
+		}
+	})
+
+	t.Run("compare: a colour per strategy, labels that fit", func(t *testing.T) {
+		page := read(t, "compare.html")
+		colours := map[string]string{}
+		for _, m := range regexp.MustCompile(`class="series" data-series="([^"]*)" fill="none" stroke="([^"]*)"`).FindAllStringSubmatch(page, -1) {
+			if other, ok := colours[m[2]]; ok {
+				t.Errorf("%s and %s share the colour %s", other, m[1], m[2])
+			}
+			colours[m[2]] = m[1]
+		}
+		if len(colours) != len(compareStrategies()) {
+			t.Errorf("%d colours for %d strategies", len(colours), len(compareStrategies()))
+		}
+		// 6.5 px is about the average width of a character of an 11 px
+		// sans-serif font: a label must fit inside its chart at that.
+		const charPx = 6.5
+		svgs := regexp.MustCompile(`(?s)<svg[^>]* width="(\d+)".*?</svg>`).FindAllStringSubmatch(page, -1)
+		labels := regexp.MustCompile(`<text class="label" x="([0-9.]+)"[^>]*?( text-anchor="end")?>([^<]*)</text>`)
+		checked := 0
+		for _, svg := range svgs {
+			width, _ := strconv.ParseFloat(svg[1], 64)
+			for _, m := range labels.FindAllStringSubmatch(svg[0], -1) {
+				x, _ := strconv.ParseFloat(m[1], 64)
+				w := charPx * float64(len(html.UnescapeString(m[3])))
+				left, right := x, x+w
+				if m[2] != "" {
+					left, right = x-w, x
+				}
+				if left < 0 || right > width {
+					t.Errorf("label %q spans %.0f to %.0f px, outside its chart (0 to %.0f)", m[3], left, right, width)
+				}
+				checked++
+			}
+		}
+		if checked < 5*len(compareStrategies()) {
+			t.Errorf("checked %d labels; cannot read the charts", checked)
 		}
 	})
 

@@ -135,107 +135,143 @@ func seatModel() porcupine.Model {
 // the seat map at the start, final the seat map read at the end, owners the
 // customers of bookings no 201 named.
 func histories(records []record, before seatMap, final snapshot, owners map[string]string) map[string][]porcupine.Operation {
-	customerOf := map[string]string{} // booking id -> customer, from 201s
+	b := &historyBuilder{
+		h:          map[string][]porcupine.Operation{},
+		before:     before,
+		final:      final,
+		owners:     owners,
+		customerOf: map[string]string{},
+		firstTaken: map[string]porcupine.Operation{},
+	}
 	for i := range records {
 		if records[i].confirmed() {
-			customerOf[records[i].booking.ID] = records[i].customer
+			b.customerOf[records[i].booking.ID] = records[i].customer
 		}
 	}
-	// finalHolder is what the final read of a seat returns in the model.
-	finalHolder := func(key string) string {
-		id := final.seats[key]
-		switch {
-		case id == "":
-			return ""
-		case customerOf[id] != "":
-			return customerOf[id]
-		case before[key] == id:
-			return "booking:" + id
-		case owners[id] != "":
-			return owners[id]
-		}
-		return anyUnconfirmed
-	}
-
-	h := map[string][]porcupine.Operation{}
-	add := func(key string, in seatInput, out string, call, ret int64) {
-		h[key] = append(h[key], porcupine.Operation{Input: in, Output: out, Call: call, Return: ret})
-	}
-
-	// Bookings held before the run happened before anything loadgen did.
-	for key, id := range before {
-		if id != "" {
-			add(key, seatInput{op: opPreset, who: "booking:" + id}, "", -2, -1)
-		}
-	}
-
-	firstTaken := map[string]porcupine.Operation{}
+	b.presets()
 	for i := range records {
 		r := &records[i]
-		call, ret := int64(r.sent), int64(r.done)
 		switch {
 		case r.confirmed():
-			for _, seat := range r.bookedSeats() {
-				add(seatKey(r.screening, seat), seatInput{opBook, r.customer}, outOK, call, ret)
-			}
+			b.booked(r)
 		case r.ambiguous():
-			// It may take effect at any moment after it was sent, even
-			// after loadgen gave up on it: it never returns.
-			//
-			// Each such operation doubles the orders porcupine may have to
-			// try, so the ones that cannot matter are left out. A seat,
-			// once held, is held for good (nothing in the model frees
-			// it), so an ambiguous booking that took effect before the
-			// final read is the holder that read sees. If that read names
-			// someone else, the booking either did nothing or took effect
-			// after the read, where nothing observes it: in both cases the
-			// history is linearizable with it exactly when it is without.
-			for _, seat := range r.seats {
-				key := seatKey(r.screening, seat)
-				if holder := finalHolder(key); holder == r.customer || holder == anyUnconfirmed {
-					add(key, seatInput{opBook, r.customer}, outUnknown, call, math.MaxInt64)
-				}
-			}
+			b.maybeBooked(r)
 		case r.status == http.StatusConflict && r.code == "seat_taken":
-			for _, seat := range r.seats {
-				// A single-seat 409 is about that seat; a multi-seat
-				// one only about the seats it lists.
-				if !(len(r.seats) == 1 || slices.Contains(r.taken, seat)) {
-					continue
-				}
-				// Only the 409 that answered first is kept. A 409 holds
-				// if the seat was held by the time it answered, and a
-				// held seat stays held: once the first 409 holds, every
-				// later-answering one holds too. Thousands of concurrent
-				// 409s on a hot seat would otherwise give porcupine an
-				// exponential number of orders to rule out when the
-				// history is not linearizable.
-				key := seatKey(r.screening, seat)
-				if t, ok := firstTaken[key]; !ok || ret < t.Return {
-					firstTaken[key] = porcupine.Operation{Input: seatInput{opBook, r.customer}, Output: outTaken, Call: call, Return: ret}
-				}
-			}
+			b.taken(r)
 		}
 	}
-	for key, op := range firstTaken {
-		h[key] = append(h[key], op)
+	for key, op := range b.firstTaken {
+		b.h[key] = append(b.h[key], op)
 	}
+	b.finalReads()
+	return b.h
+}
 
-	// The final read covers every seat that was touched or is booked. A
-	// touched seat missing from the map reads as free.
+// historyBuilder collects the operations of every seat, in the steps of
+// histories: what was held before the run, the answers, the final read.
+type historyBuilder struct {
+	h      map[string][]porcupine.Operation // seat key -> its history
+	before seatMap
+	final  snapshot
+	owners map[string]string // booking id -> customer, for bookings no 201 named
+
+	customerOf map[string]string              // booking id -> customer, from 201s
+	firstTaken map[string]porcupine.Operation // seat key -> its earliest-answered 409
+}
+
+func (b *historyBuilder) add(key string, in seatInput, out string, call, ret int64) {
+	b.h[key] = append(b.h[key], porcupine.Operation{Input: in, Output: out, Call: call, Return: ret})
+}
+
+// finalHolder is what the final read of a seat returns in the model.
+func (b *historyBuilder) finalHolder(key string) string {
+	id := b.final.seats[key]
+	switch {
+	case id == "":
+		return ""
+	case b.customerOf[id] != "":
+		return b.customerOf[id]
+	case b.before[key] == id:
+		return "booking:" + id
+	case b.owners[id] != "":
+		return b.owners[id]
+	}
+	return anyUnconfirmed
+}
+
+// presets adds the bookings held before the run, which happened before
+// anything loadgen did.
+func (b *historyBuilder) presets() {
+	for key, id := range b.before {
+		if id != "" {
+			b.add(key, seatInput{op: opPreset, who: "booking:" + id}, "", -2, -1)
+		}
+	}
+}
+
+// booked adds a 201: every seat of the booking was free and is now held.
+func (b *historyBuilder) booked(r *record) {
+	for _, seat := range r.bookedSeats() {
+		b.add(seatKey(r.screening, seat), seatInput{opBook, r.customer}, outOK, int64(r.sent), int64(r.done))
+	}
+}
+
+// maybeBooked adds a request that got no answer or a 5xx. It may take
+// effect at any moment after it was sent, even after loadgen gave up on
+// it: it never returns.
+//
+// Each such operation doubles the orders porcupine may have to try, so the
+// ones that cannot matter are left out. A seat, once held, is held for good
+// (nothing in the model frees it), so an ambiguous booking that took effect
+// before the final read is the holder that read sees. If that read names
+// someone else, the booking either did nothing or took effect after the
+// read, where nothing observes it: in both cases the history is
+// linearizable with it exactly when it is without.
+func (b *historyBuilder) maybeBooked(r *record) {
+	for _, seat := range r.seats {
+		key := seatKey(r.screening, seat)
+		if holder := b.finalHolder(key); holder == r.customer || holder == anyUnconfirmed {
+			b.add(key, seatInput{opBook, r.customer}, outUnknown, int64(r.sent), math.MaxInt64)
+		}
+	}
+}
+
+// taken notes a 409 seat_taken for the seats it is about: a single-seat
+// 409 is about that seat, a multi-seat one only about the seats it lists.
+//
+// Only the 409 that answered first is kept per seat. A 409 holds if the
+// seat was held by the time it answered, and a held seat stays held: once
+// the first 409 holds, every later-answering one holds too. Thousands of
+// concurrent 409s on a hot seat would otherwise give porcupine an
+// exponential number of orders to rule out when the history is not
+// linearizable.
+func (b *historyBuilder) taken(r *record) {
+	for _, seat := range r.seats {
+		if !(len(r.seats) == 1 || slices.Contains(r.taken, seat)) {
+			continue
+		}
+		key := seatKey(r.screening, seat)
+		if t, ok := b.firstTaken[key]; !ok || int64(r.done) < t.Return {
+			b.firstTaken[key] = porcupine.Operation{Input: seatInput{opBook, r.customer}, Output: outTaken, Call: int64(r.sent), Return: int64(r.done)}
+		}
+	}
+}
+
+// finalReads adds the final read of every seat that was touched or is
+// booked. A touched seat missing from the map reads as free.
+func (b *historyBuilder) finalReads() {
 	read := map[string]bool{}
-	for key := range h {
+	for key := range b.h {
 		read[key] = true
 	}
-	for key, id := range final.seats {
+	for key, id := range b.final.seats {
 		if id != "" {
 			read[key] = true
 		}
 	}
 	for key := range read {
-		add(key, seatInput{op: opRead}, finalHolder(key), int64(final.call), int64(final.done))
+		b.add(key, seatInput{op: opRead}, b.finalHolder(key), int64(b.final.call), int64(b.final.done))
 	}
-	return h
 }
 
 // linearizability is the outcome of the check.

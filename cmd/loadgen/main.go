@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -83,13 +84,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}
 	if rep.failed() {
-		err := fmt.Errorf("%w: %d double-booked seats, %d lost bookings, %d seats booked against a refusal",
-			errUnsafe, rep.DoubleBookedSeats, rep.LostBookings, rep.PhantomSeatsContradicted)
-		if h := rep.Holds; h.failed() {
-			err = fmt.Errorf("%w; %d confirms accepted after their hold expired, %d abandoned seats not freed, %d seats free after a single seat was sold out",
-				err, h.ConfirmedAfterExpiry, h.AbandonedSeatsNotFreed, h.SoldOutWithFreeSeats)
-		}
-		return err
+		return fmt.Errorf("%w: %s", errUnsafe, strings.Join(rep.failures(), ", "))
 	}
 	return nil
 }

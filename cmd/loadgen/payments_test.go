@@ -67,6 +67,11 @@ func TestOverlapsByStrategy(t *testing.T) {
 			if p == nil {
 				t.Fatalf("%s: the report has no payments", name)
 			}
+			// The timeline's overlaps, polled during the run, add up to
+			// the run's.
+			if sum := timelineOverlaps(t, r.Timeline); sum != p.Overlaps {
+				t.Errorf("%s: the timeline has %d overlaps, the run %d", name, sum, p.Overlaps)
+			}
 			if _, unsafe := overlapping[name]; unsafe {
 				overlapping[name] = overlapping[name] || p.Overlaps > 0
 			} else if attempt == 1 && p.Overlaps != 0 {
@@ -100,6 +105,22 @@ func TestOverlapsByStrategy(t *testing.T) {
 			t.Errorf("payments %+v with %d confirmed; want no overlap and one charge per booking", rep.Payments, rep.Succeeded)
 		}
 	})
+}
+
+// timelineOverlaps adds up the overlaps of a timeline's buckets.
+func timelineOverlaps(t *testing.T, tl *timeline) int64 {
+	t.Helper()
+	if tl == nil || len(tl.Buckets) == 0 {
+		t.Fatal("the report has no timeline")
+	}
+	var sum int64
+	for _, b := range tl.Buckets {
+		if b.Overlaps == nil {
+			t.Fatal("a timeline of a run with -payments has no overlaps")
+		}
+		sum += *b.Overlaps
+	}
+	return sum
 }
 
 func allTrue(m map[string]bool) bool {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,4 +112,107 @@ func startAPI(t *testing.T, bin string, env []string) string {
 func startProcess(t *testing.T, cmd *exec.Cmd, addr *regexp.Regexp) string {
 	t.Helper()
 	return startLogged(t, cmd).await(t, addr)
+}
+
+// The run over time against a real fault: one API instance whose Redis
+// (its lock service) is killed for a second mid-run and started again on
+// the same port, the window appended to the -faults file by the test as a
+// fault injector would. The timeline must show the run clean before the
+// window, errors inside it, bookings again after it, and the window in
+// the JSON and shaded in the HTML.
+func TestTimelineThroughARedisOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts the API and a Redis server; skipped with -short")
+	}
+	redisSrv := testenv.StartRedisServer(t, nil)
+	env := []string{
+		"DATABASE_URL=" + testenv.NewDatabase(t),
+		"REDIS_URL=redis://" + redisSrv.Addr + "/0",
+		"LOCK_STRATEGY=redis",
+	}
+	target := startAPI(t, buildAPI(t), env)
+	dir := t.TempDir()
+	faults, htmlFile := filepath.Join(dir, "faults.jsonl"), filepath.Join(dir, "run.html")
+	if err := os.WriteFile(faults, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	injected := make(chan error, 1)
+	go func() { injected <- redisOutage(t, redisSrv, faults, 1500*time.Millisecond, time.Second) }()
+	rep, err := runJSON(t, "-targets", target, "-scenario", "spread", "-rate", "100", "-clients", "16",
+		"-duration", "5s", "-timeout", "3s", "-payment-delay", "2ms", "-faults", faults, "-html", htmlFile)
+	if ierr := <-injected; ierr != nil {
+		t.Fatalf("injecting the fault: %v", ierr)
+	}
+	if err != nil {
+		t.Fatalf("run: %v (a Redis outage must cost availability, never safety)", err)
+	}
+	tl := rep.Timeline
+	if tl == nil || len(tl.Faults) != 1 {
+		t.Fatalf("timeline %+v, want one fault window", tl)
+	}
+	f := tl.Faults[0]
+	var before, during, after int
+	for _, b := range tl.Buckets {
+		errs := b.Errors503 + b.ErrorsOther
+		switch end := b.StartS + tl.BucketS; {
+		case end <= f.StartS:
+			if errs != 0 {
+				t.Errorf("bucket at %vs, before the outage: %d errors", b.StartS, errs)
+			}
+			before += b.Succeeded
+		case b.StartS < f.EndS:
+			during += errs
+		case b.StartS >= f.EndS+time.Second.Seconds():
+			after += b.Succeeded
+		}
+	}
+	if before == 0 || during == 0 || after == 0 {
+		t.Errorf("confirmed before the outage %d, errors during it %d, confirmed a second after it %d; want all > 0\n%+v",
+			before, during, after, tl.Buckets)
+	}
+	page, err := os.ReadFile(htmlFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), `<rect class="fault" data-fault="redis down"`) {
+		t.Error("the HTML report does not shade the outage")
+	}
+}
+
+// redisOutage kills s after wait, starts a new redis-server on its port
+// after down, and appends the window to the faults file. The new server is
+// stopped when t ends.
+func redisOutage(t *testing.T, s *testenv.RedisServer, faults string, wait, down time.Duration) error {
+	time.Sleep(wait)
+	from := time.Now()
+	s.Stop()
+	time.Sleep(down)
+	_, port, _ := net.SplitHostPort(s.Addr)
+	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// The window ends when the new server answers.
+	for range 100 {
+		if c, err := net.Dial("tcp", s.Addr); err == nil {
+			c.Close()
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	line, err := json.Marshal(faultLine{Name: "redis down", Start: from, End: time.Now()})
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(faults, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(line, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

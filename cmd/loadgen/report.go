@@ -68,10 +68,28 @@ type report struct {
 
 	// Holds are the figures of the hold and best scenarios (holds.go).
 	Holds *holdCounts `json:"holds,omitempty"`
+	// Timeline is the run over time, with the fault windows of -faults.
+	Timeline *timeline `json:"timeline,omitempty"`
 
 	counts
 	Linearizable         verdict  `json:"linearizable"`
 	NonLinearizableSeats []string `json:"non_linearizable_seats,omitempty"`
+}
+
+// newReport starts the report of a run of cfg: what was asked for. The
+// caller fills in what happened.
+func newReport(cfg config) *report {
+	r := &report{
+		Scenario: cfg.scenario,
+		Targets:  cfg.targets,
+		Mode:     "closed",
+		Clients:  cfg.clients,
+		Rate:     cfg.rate,
+	}
+	if cfg.rate > 0 {
+		r.Mode = "open"
+	}
+	return r
 }
 
 // latencies are percentiles in milliseconds, from intended send to answer.
@@ -204,6 +222,13 @@ func writeText(w io.Writer, r *report) error {
 		row("watchers", "%d event streams, %d events received, %d cut by the server", r.Watchers, r.EventsReceived, r.WatchersCut)
 	}
 	fmt.Fprintln(tw)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := writeTimelineText(w, r.Timeline); err != nil {
+		return err
+	}
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if p := r.Payments; p != nil {
 		row("payments", "%d charges, %d refunds, %d refused stale", p.Charges, p.Refunds, p.RefusedStale)
 		row("overlaps", "%d (charges for a seat while another was in progress: two lock holders at once)", p.Overlaps)
@@ -220,12 +245,89 @@ func writeText(w io.Writer, r *report) error {
 		lin += " (seats: " + strings.Join(r.NonLinearizableSeats, ", ") + ")"
 	}
 	row("linearizable", "%s", lin)
-	verdict := "CLEAN"
-	if r.failed() {
-		verdict = "FAILED: the booking service is unsafe"
-	}
-	row("result", "%s", verdict)
+	row("result", "%s", r.verdict())
 	return tw.Flush()
+}
+
+// verdict is the report's conclusion in one line, matching the exit
+// status: CLEAN (0), or FAILED with what failed (1).
+func (r *report) verdict() string {
+	if r.Scenario == scenarioHealthz {
+		return "NOT VERIFIED: healthz books nothing (exit status 0)"
+	}
+	if !r.failed() {
+		return "CLEAN"
+	}
+	return "FAILED: " + strings.Join(r.failures(), ", ") + "; exit status 1"
+}
+
+// failures names what made the run fail, with how much of it.
+func (r *report) failures() []string {
+	var h holdCounts
+	if r.Holds != nil {
+		h = *r.Holds
+	}
+	found := []struct {
+		n          int
+		what, unit string
+	}{
+		{r.DoubleBookedSeats, "DOUBLE-BOOKED", "seat"},
+		{r.LostBookings, "LOST", "booking"},
+		{r.PhantomSeatsContradicted, "BOOKED AGAINST A REFUSAL", "seat"},
+		{h.ConfirmedAfterExpiry, "CONFIRMED AFTER EXPIRY", "confirm"},
+		{h.AbandonedSeatsNotFreed, "ABANDONED NOT FREED", "seat"},
+		{h.SoldOutWithFreeSeats, "SOLD OUT WITH FREE SEATS", "seat"},
+	}
+	var out []string
+	for _, f := range found {
+		if f.n > 0 {
+			out = append(out, fmt.Sprintf("%s (%s)", f.what, plural(f.n, f.unit)))
+		}
+	}
+	return out
+}
+
+// plural is "1 seat", "2 seats".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// writeTimelineText prints the timeline as a table, one row per bucket,
+// the rows inside a fault window marked with its name.
+func writeTimelineText(w io.Writer, tl *timeline) error {
+	if tl == nil || len(tl.Buckets) == 0 {
+		return nil
+	}
+	bucketLen := time.Duration(tl.BucketS * float64(time.Second))
+	fmt.Fprintf(w, "over time (%v buckets, by when the answer came)\n", bucketLen)
+	for _, f := range tl.Faults {
+		fmt.Fprintf(w, "fault %q from %.2fs to %.2fs\n", f.Name, f.StartS, f.EndS)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := "t\treq/s\tok/s\tp50\tp99\t503\tother\t"
+	if tl.Buckets[0].Overlaps != nil {
+		header += "overlaps\t"
+	}
+	fmt.Fprintln(tw, header+"fault\t")
+	for _, b := range tl.Buckets {
+		okRate := 0.0
+		if b.Requests > 0 {
+			okRate = b.ThroughputRPS * float64(b.Succeeded) / float64(b.Requests)
+		}
+		line := fmt.Sprintf("%.2fs\t%.0f\t%.0f\t%s\t%s\t%d\t%d\t", b.StartS, b.ThroughputRPS, okRate, fmtMS(b.P50MS), fmtMS(b.P99MS), b.Errors503, b.ErrorsOther)
+		if b.Overlaps != nil {
+			line += fmt.Sprintf("%d\t", *b.Overlaps)
+		}
+		fmt.Fprintln(tw, line+strings.Join(tl.faultsDuring(b), ", ")+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w)
+	return err
 }
 
 func fmtMS(ms float64) string {

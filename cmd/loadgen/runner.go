@@ -44,8 +44,9 @@ func runScenario(ctx context.Context, cfg config, p progress) (*report, error) {
 	defer c.close()
 
 	for _, t := range cfg.targets {
-		if err := c.health(ctx, t); err != nil {
-			return nil, usagef("target %s is unreachable: %v", t, err)
+		err := retryStartup(ctx, startupWait, func(ctx context.Context) error { return c.health(ctx, t) })
+		if err != nil {
+			return nil, usagef("target %s is unreachable (waited %v): %v", t, startupWait, err)
 		}
 	}
 	if cfg.scenario == scenarioHealthz {
@@ -54,130 +55,205 @@ func runScenario(ctx context.Context, cfg config, p progress) (*report, error) {
 	if cfg.scenario == scenarioHold || cfg.scenario == scenarioBest {
 		return runTicketing(ctx, c, cfg, p)
 	}
-	// Set-up and verification go to the first target; with one shared
-	// database every instance sees the same screenings.
-	setup := cfg.targets[0]
-	first, before, err := prepareScreening(ctx, c, setup, cfg)
+	sr, err := prepareRun(ctx, c, cfg)
 	if err != nil {
 		return nil, err
 	}
-	pool := newScreeningPool(first, func(ctx context.Context) (*screening, error) {
-		return createLike(ctx, c, setup, cfg.scenario, first)
+	obs, err := sr.observe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	records, start, wall, err := sr.load(ctx, p)
+	obs.stop()
+	if err != nil {
+		return nil, err
+	}
+	return sr.verify(ctx, obs, records, start, wall)
+}
+
+// scenarioRun is one run of a booking scenario, from its set-up to its
+// report: runScenario calls its steps in order.
+type scenarioRun struct {
+	cfg config
+	c   *client
+	// setup is the target that creates the screenings and is read for
+	// verification: with one shared database every instance sees the same
+	// screenings.
+	setup  string
+	first  *screening // the first screening of the run; the others are like it
+	before seatMap    // who held the seats of first before the run
+	pool   *screeningPool
+	picker picker
+	seed   uint64
+}
+
+// prepareRun prepares the screenings and the seat picker of cfg's scenario
+// before the clock starts.
+func prepareRun(ctx context.Context, c *client, cfg config) (*scenarioRun, error) {
+	sr := &scenarioRun{cfg: cfg, c: c, setup: cfg.targets[0], seed: cfg.seed}
+	var err error
+	if sr.first, sr.before, err = prepareScreening(ctx, c, sr.setup, cfg); err != nil {
+		return nil, err
+	}
+	sr.pool = newScreeningPool(sr.first, func(ctx context.Context) (*screening, error) {
+		return createLike(ctx, c, sr.setup, cfg.scenario, sr.first)
 	})
 	if cfg.scenario == scenarioSpread && cfg.stopByRequests {
 		// Create every screening the run needs before the clock starts.
-		if _, _, err := pool.locate(ctx, cfg.requests-1); err != nil {
+		if _, _, err := sr.pool.locate(ctx, cfg.requests-1); err != nil {
 			return nil, err
 		}
 	}
-	seed := cfg.seed
-	if seed == 0 {
-		seed = mathrand.Uint64()
+	if sr.seed == 0 {
+		sr.seed = mathrand.Uint64()
 	}
-	pick, err := newPicker(cfg.scenario, pool, cfg.seats, len(cfg.targets), seed)
-	if err != nil {
+	if sr.picker, err = newPicker(cfg.scenario, sr.pool, cfg.seats, len(cfg.targets), sr.seed); err != nil {
 		return nil, err
 	}
+	return sr, nil
+}
 
-	total := int64(-1)
-	if cfg.stopByRequests {
-		total = int64(cfg.requests)
+// observers watch a run from the side: open seat-map pages (-watchers)
+// and the payment provider's counts (-payments).
+type observers struct {
+	watching   *watchers     // nil without -watchers
+	paidBefore payment.Stats // the provider's counts when the run started
+	beforeAt   time.Time     // when paidBefore was read
+	polling    *statsPoller  // the provider's counts during the run; nil without -payments
+
+	events, cut int64 // what the watchers saw, once stop has returned
+}
+
+// observe starts the observers of the run. Open pages watch every
+// screening the run has so far (for spread with -requests, every one it
+// will use) before the clock starts.
+func (sr *scenarioRun) observe(ctx context.Context) (*observers, error) {
+	obs := &observers{}
+	// The provider's counts are read before and after the run: the run's
+	// own are the difference.
+	if sr.cfg.payments != "" {
+		err := retryStartup(ctx, startupWait, func(ctx context.Context) (err error) {
+			obs.paidBefore, err = sr.c.paymentStats(ctx, sr.cfg.payments)
+			return err
+		})
+		if err != nil {
+			return nil, usagef("payment provider %s is unreachable (waited %v): %v", sr.cfg.payments, startupWait, err)
+		}
+		obs.beforeAt = time.Now()
+		obs.polling = pollStats(ctx, sr.c, sr.cfg.payments)
 	}
-	// Open pages watch every screening the run has so far (for spread
-	// with -requests, every one it will use) before the clock starts.
-	var watching *watchers
-	if cfg.watchers > 0 {
+	if sr.cfg.watchers > 0 {
 		var ids []string
-		for _, s := range pool.all() {
+		for _, s := range sr.pool.all() {
 			ids = append(ids, s.ID)
 		}
-		if watching, err = startWatchers(ctx, cfg.watchers, cfg.targets, ids); err != nil {
+		var err error
+		if obs.watching, err = startWatchers(ctx, sr.cfg.watchers, sr.cfg.targets, ids); err != nil {
+			obs.stop()
 			return nil, err
 		}
 	}
-	// The provider's counts are read before and after the run: the run's
-	// own are the difference.
-	var paidBefore payment.Stats
-	if cfg.payments != "" {
-		if paidBefore, err = c.paymentStats(ctx, cfg.payments); err != nil {
-			return nil, usagef("payment provider %s is unreachable: %v", cfg.payments, err)
-		}
+	return obs, nil
+}
+
+// stop ends the observers that run beside the load and waits for them.
+func (obs *observers) stop() {
+	if obs.polling != nil {
+		obs.polling.stop()
 	}
-	tick, finish := p.start(total, first.Lock+"/"+first.Guard)
-	d := &driver{
-		client:   c,
-		targets:  cfg.targets,
-		picker:   pick,
-		clients:  cfg.clients,
-		rate:     cfg.rate,
-		duration: cfg.duration,
-		runID:    newRunID(),
-		seed:     seed,
-		progress: tick,
-	}
-	if cfg.stopByRequests {
-		d.requests = cfg.requests
-	}
-	records, start, wall, err := d.run(ctx)
-	finish()
-	var events, cut int64
-	if watching != nil {
+	if obs.watching != nil {
 		// The last events of the run are still on their way: give them a
 		// moment (the server publishes from a queue) before closing.
 		time.Sleep(watcherGrace)
-		events, cut = watching.stop()
+		obs.events, obs.cut = obs.watching.stop()
+		obs.watching = nil
 	}
-	if err != nil {
-		return nil, err
-	}
+}
 
+// load sends the requests of the run and returns what the driver saw.
+func (sr *scenarioRun) load(ctx context.Context, p progress) ([]record, time.Time, time.Duration, error) {
+	total := int64(-1)
+	if sr.cfg.stopByRequests {
+		total = int64(sr.cfg.requests)
+	}
+	tick, finish := p.start(total, sr.first.Lock+"/"+sr.first.Guard)
+	defer finish()
+	d := &driver{
+		client:   sr.c,
+		targets:  sr.cfg.targets,
+		picker:   sr.picker,
+		clients:  sr.cfg.clients,
+		rate:     sr.cfg.rate,
+		duration: sr.cfg.duration,
+		runID:    newRunID(),
+		seed:     sr.seed,
+		progress: tick,
+	}
+	if sr.cfg.stopByRequests {
+		d.requests = sr.cfg.requests
+	}
+	return d.run(ctx)
+}
+
+// verify reads the final state (seat maps, the provider's counts, the
+// owners of bookings no 201 named), checks the run against it and returns
+// the report. It goes on after Ctrl-C, within verifyTimeout, so that an
+// interrupted run is still verified as far as it went.
+func (sr *scenarioRun) verify(ctx context.Context, obs *observers, records []record, start time.Time, wall time.Duration) (*report, error) {
 	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)
 	defer cancel()
-	screenings := pool.all()
-	final, err := readSeats(vctx, c, setup, screenings, start)
+	screenings := sr.pool.all()
+	final, err := readSeats(vctx, sr.c, sr.setup, screenings, start)
 	if err != nil {
 		return nil, fmt.Errorf("reading the final seat map: %w", err)
 	}
-	var paid *paymentCounts
-	if cfg.payments != "" {
+	var (
+		paid    *paymentCounts
+		samples []overlapSample
+	)
+	if sr.cfg.payments != "" {
 		// Every answer is in, and the API refunds before it answers: the
 		// provider's counts are final.
-		after, err := c.paymentStats(vctx, cfg.payments)
+		after, err := sr.c.paymentStats(vctx, sr.cfg.payments)
 		if err != nil {
 			return nil, fmt.Errorf("reading the payment provider's counts: %w", err)
 		}
-		paid = since(paidBefore, after)
+		paid = since(obs.paidBefore, after)
+		samples = obs.polling.overlapSamples(start,
+			overlapSample{at: obs.beforeAt.Sub(start), overlaps: obs.paidBefore.Overlaps},
+			overlapSample{at: wall, overlaps: after.Overlaps})
 	}
-	owners := lookupOwners(vctx, c, setup, phantomBookings(records, before, final.seats))
-	lin := checkLinearizable(histories(records, before, final, owners), cfg.checkTimeout)
-
-	rep := &report{
-		Scenario:       cfg.scenario,
-		Targets:        cfg.targets,
-		Strategy:       first.Lock,
-		Guard:          first.Guard,
-		PaymentDelayMS: first.PaymentDelayMS,
-		Mode:           "closed",
-		Clients:        cfg.clients,
-		Rate:           cfg.rate,
-		counts:         count(records, before, final.seats, owners),
-		Linearizable:   lin.verdict,
-
-		NonLinearizableSeats: lin.seats,
-
-		Watchers:       cfg.watchers,
-		EventsReceived: events,
-		WatchersCut:    cut,
-		Payments:       paid,
+	tl, err := runTimeline(sr.cfg, records, start, wall, samples)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.rate > 0 {
-		rep.Mode = "open"
-	}
+	owners := lookupOwners(vctx, sr.c, sr.setup, phantomBookings(records, sr.before, final.seats))
+	lin := checkLinearizable(histories(records, sr.before, final, owners), sr.cfg.checkTimeout)
+
+	rep := newReport(sr.cfg)
+	rep.Strategy, rep.Guard, rep.PaymentDelayMS = sr.first.Lock, sr.first.Guard, sr.first.PaymentDelayMS
 	for _, s := range screenings {
 		rep.Screenings = append(rep.Screenings, s.ID)
 	}
+	rep.counts = count(records, sr.before, final.seats, owners)
+	rep.Linearizable, rep.NonLinearizableSeats = lin.verdict, lin.seats
+	rep.Watchers, rep.EventsReceived, rep.WatchersCut = sr.cfg.watchers, obs.events, obs.cut
+	rep.Payments, rep.Timeline = paid, tl
 	rep.summarize(records, wall)
 	return rep, nil
+}
+
+// runTimeline builds the timeline of a run, with the fault windows of
+// -faults.
+func runTimeline(cfg config, records []record, start time.Time, wall time.Duration, samples []overlapSample) (*timeline, error) {
+	var faults []faultWindow
+	if cfg.faultsFile != "" {
+		var err error
+		if faults, err = faultWindows(cfg.faultsFile, start, wall); err != nil {
+			return nil, err
+		}
+	}
+	return newTimeline(records, wall, samples, faults), nil
 }
 
 // prepareScreening returns the first screening of the run and its seat
