@@ -33,6 +33,8 @@
 #                          host:port; print URL with the gate's address in
 #                          it. kill -USR1 "$(lab_pid NAME)" closes it (what
 #                          clients send is held), kill -USR2 opens it.
+#   lab_expect_answer FILE STATUS REGEX [WHAT]
+#                          check an answer saved by curl -w '%{http_code}\n'
 #   lab_wait_log NAME REGEX
 #                          wait up to 10 s for a line of NAME's log to match
 #   lab_cleanup            stop everything started above, drop the databases
@@ -302,6 +304,19 @@ lab_expect() {
 		return 1
 	fi
 	echo "ok: ${3:-$2}"
+}
+
+# lab_expect_answer FILE STATUS REGEX [WHAT]: FILE holds an answer as
+# curl -s -w '%{http_code}\n' prints it, the JSON body and then the status
+# on a line of its own; fails, showing FILE, unless the status is STATUS
+# and the body matches REGEX.
+lab_expect_answer() {
+	if [ "$(tail -n 1 "$1")" != "$2" ] || ! head -n -1 "$1" | grep -qE -- "$3"; then
+		echo "FAIL: ${4:-expected $2 and /$3/} in $1:" >&2
+		cat "$1" >&2
+		return 1
+	fi
+	echo "ok: ${4:-$2 /$3/}"
 }
 
 # lab_number FILE LABEL prints the first number after LABEL in a loadgen report.
