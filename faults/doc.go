@@ -68,6 +68,13 @@
 // primary is killed under load and the instances, given the Sentinel as
 // REDIS_URL (redis+sentinel://), follow the promoted replica.
 //
+// TestLockServerClock: the lock's Redis servers run with a fast clock (2x,
+// 4x) or a wall clock that jumps ahead, by a small LD_PRELOAD library
+// (testdata/fastclock.c), while customers of two instances book one seat
+// through a payment provider counting overlapping charges. Safety must
+// hold; overlaps must show exactly where a lease expires on the server (or
+// a majority of Redlock's) before the holder renews it.
+//
 // TestLoad (only with SEATLOCK_LOAD_BOOKINGS set to a count of bookings):
 // the real loadgen binary against three instances, every scenario under
 // every safe strategy with a shared lock service (keyed+redis, redis,

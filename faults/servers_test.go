@@ -22,19 +22,21 @@ type redisServer struct {
 	port int
 	dir  string
 	url  string
+	env  []string // added to the server's environment (a fast clock)
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has exited
 }
 
-// startRedis starts a private redis-server, and kills it when t ends. It
+// startRedis starts a private redis-server, with env added to its
+// environment, and kills it when t ends. It
 // skips t when redis-server is not installed (fails under
 // REQUIRE_INTEGRATION=1).
-func startRedis(t *testing.T) *redisServer {
+func startRedis(t *testing.T, env ...string) *redisServer {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		unavailable(t, "redis-server is not installed (apt-get install redis-server)")
 	}
-	r := &redisServer{port: freePort(t), dir: t.TempDir()}
+	r := &redisServer{port: freePort(t), dir: t.TempDir(), env: env}
 	r.url = fmt.Sprintf("redis://127.0.0.1:%d/0", r.port)
 	r.start(t)
 	t.Cleanup(func() { r.kill(t) })
@@ -47,6 +49,7 @@ func (r *redisServer) start(t *testing.T) {
 	r.cmd = exec.Command("redis-server",
 		"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
 		"--save", "", "--appendonly", "yes", "--appendfsync", "always")
+	r.cmd.Env = append(os.Environ(), r.env...)
 	if err := r.cmd.Start(); err != nil {
 		t.Fatalf("start redis-server: %v", err)
 	}
