@@ -5,6 +5,7 @@
 # keeps one booking; a seat booked and cancelled before the restart is
 # bookable after it (fencing tokens carry the server's clock). Then a
 # Sentinel failover under load, its window marked on loadgen's timeline.
+# Then a Redis whose clock runs 4x fast, and Redlock with one such node.
 set -eu
 cd "$(dirname "$0")/../../.."
 source docs/workshop/labs/lib.sh
@@ -55,4 +56,24 @@ lab_expect "$LAB_DIR/failover.txt" '^fault "redis primary killed until the repli
 lab_expect "$LAB_DIR/failover.txt" '^double-booked seats +0$' "failover: no double booking"
 lab_expect "$LAB_DIR/failover.txt" '^lost bookings +0$' "failover: no lost booking"
 lab_expect "$LAB_DIR/failover.txt" '^result +CLEAN' "failover: result CLEAN"
+
+# A lock server whose clock runs four times too fast.
+cc -shared -fPIC -O2 -o "$LAB_DIR/fastclock.so" faults/testdata/fastclock.c # lab
+FAST=$(lab_redis LD_PRELOAD="$LAB_DIR/fastclock.so" FASTCLOCK_RATE=4) # lab
+redis-cli -u "$FAST" time | head -n 1; sleep 1; redis-cli -u "$FAST" time | head -n 1 # lab
+API5=$(lab_start api5 DATABASE_URL="$DB" REDIS_URL="$FAST" LOCK_TTL=2s PAYMENT_URL="$PAY") # lab
+API6=$(lab_start api6 DATABASE_URL="$DB" REDIS_URL="$FAST" LOCK_TTL=2s PAYMENT_URL="$PAY") # lab
+"$BIN/loadgen" -targets "$API5,$API6" -scenario hot -seats 1 -clients 6 -requests 6 -lock redis -payment-delay 1s -payments "$PAY" | tee "$LAB_DIR/fast.txt" # lab
+lab_expect "$LAB_DIR/fast.txt" '^overlaps +[1-9]' "a fast lock server: two holders paid at once"
+lab_expect "$LAB_DIR/fast.txt" '^double-booked seats +0$' "fast clock: no double booking"
+lab_expect "$LAB_DIR/fast.txt" '^result +CLEAN' "fast clock: result CLEAN"
+
+# Redlock with one fast node of three.
+N1=$(lab_redis LD_PRELOAD="$LAB_DIR/fastclock.so" FASTCLOCK_RATE=4); N2=$(lab_redis); N3=$(lab_redis) # lab
+API7=$(lab_start api7 DATABASE_URL="$DB" REDLOCK_URLS="$N1,$N2,$N3" LOCK_TTL=2s PAYMENT_URL="$PAY") # lab
+API8=$(lab_start api8 DATABASE_URL="$DB" REDLOCK_URLS="$N1,$N2,$N3" LOCK_TTL=2s PAYMENT_URL="$PAY") # lab
+"$BIN/loadgen" -targets "$API7,$API8" -scenario hot -seats 1 -clients 6 -requests 6 -lock redlock -payment-delay 1s -payments "$PAY" | tee "$LAB_DIR/redlock.txt" # lab
+lab_expect "$LAB_DIR/redlock.txt" '^overlaps +0 ' "Redlock with one fast node: no overlap"
+lab_expect "$LAB_DIR/redlock.txt" '^succeeded +1$' "Redlock with one fast node: the seat is booked"
+lab_expect "$LAB_DIR/redlock.txt" '^result +CLEAN' "Redlock with one fast node: result CLEAN"
 echo "lab 11 passed"

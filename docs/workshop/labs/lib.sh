@@ -16,7 +16,9 @@
 #                          start $BIN/api with ADDR=127.0.0.1:0 and the given
 #                          settings, wait until it answers, print its URL
 #   lab_pid NAME           the process id of instance NAME
-#   lab_redis              start a private redis-server on a free port; print its URL
+#   lab_redis [VAR=value ...]
+#                          start a private redis-server on a free port, with the
+#                          given environment (a fast clock, lab 11); print its URL
 #   lab_redis_restart URL  kill lab_redis's server at URL, as a crash would, and
 #                          start it again on its port without its data
 #   lab_sentinel           a primary and a replica (lab_redis) and a
@@ -103,7 +105,7 @@ lab_redis() {
 	# server exits at once, and another port is tried.
 	for _ in 1 2 3; do
 		port=$(lab_free_port)
-		redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+		env "$@" redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
 			>"$LAB_DIR/redis-$port.log" 2>&1 </dev/null &
 		pid=$!
 		echo "$pid redis-$port" >>"$LAB_DIR/pids"
