@@ -105,7 +105,7 @@ lab_redis() {
 	# server exits at once, and another port is tried.
 	for _ in 1 2 3; do
 		port=$(lab_free_port)
-		env "$@" redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+		env "$@" redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$LAB_DIR" \
 			>"$LAB_DIR/redis-$port.log" 2>&1 </dev/null &
 		pid=$!
 		echo "$pid redis-$port" >>"$LAB_DIR/pids"
@@ -129,7 +129,7 @@ lab_redis_restart() {
 	# In a subshell, so that the server is not a child of the lab's shell
 	# (whose wait would wait for it too).
 	(
-		redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+		redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$LAB_DIR" \
 			>>"$LAB_DIR/redis-$port.log" 2>&1 </dev/null &
 		echo "$! redis-$port" >>"$LAB_DIR/pids"
 	)
