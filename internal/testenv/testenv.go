@@ -13,6 +13,10 @@
 // ends with one line that says how many were skipped and how to run them:
 //
 //	func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
+//
+// It also has what the tests of a running API share: LogWatcher reads its
+// log for the address it listens on, EventStream reads one of its live
+// event streams line by line.
 package testenv
 
 import (
