@@ -160,12 +160,11 @@ func handleEvents(svc *reservation.Service, hub *Hub, heartbeat time.Duration) g
 			respondCode(c, http.StatusNotFound, codeNotFound, "live events are not enabled on this server")
 			return
 		}
-		ctx := c.Request.Context()
-		sc, err := svc.Screening(ctx, c.Param("id"))
-		if err != nil {
-			respondErr(c, err)
+		sc, ok := screeningOf(c, svc)
+		if !ok {
 			return
 		}
+		ctx := c.Request.Context()
 		s, ok := hub.subscribe(sc.ID)
 		if !ok {
 			respondCode(c, http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")

@@ -40,9 +40,13 @@
 #   lab_wait_log NAME REGEX
 #                          wait up to 10 s for a line of NAME's log to match
 #   lab_cleanup            stop everything started above, drop the databases
+#   lab_script TEXT        (what every lab script calls first; not for a terminal)
+#                          set -eu, work from the repository root, clean up
+#                          on exit, and refuse to run if the script's "# lab"
+#                          lines are not all in TEXT
 #
-# It changes no shell option: the lab scripts set -eu themselves, and your
-# interactive shell stays as it was.
+# Sourcing it changes no shell option: your interactive shell stays as it
+# was; only lab_script, which the lab scripts call, sets -eu.
 
 LAB_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 LAB_DIR=${LAB_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/seatlock-lab.XXXXXX")}
@@ -281,6 +285,15 @@ lab_cleanup() {
 		done <"$LAB_DIR/databases"
 		rm -f "$LAB_DIR/databases"
 	fi
+}
+
+lab_script() {
+	local script
+	set -eu
+	script=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+	cd "$LAB_REPO"
+	trap 'lab_cleanup; rm -rf "$LAB_DIR"' EXIT
+	lab_check_sync "$script" "$1"
 }
 
 # lab_check_sync fails when a line of the lab script that ends in "# lab" is
