@@ -14,7 +14,7 @@
 #      keyed+redis and global, on one instance over Postgres and over the
 #      in-memory store.
 #
-# Needs wrk, pgbench, createdb/dropdb, psql, curl and jq, a Postgres and a Redis.
+# Needs wrk, pgbench, createdb/dropdb, ps, curl and jq, a Postgres and a Redis.
 # It creates two fresh databases and drops them at the end, and stops every
 # process it started (and only those).
 #
@@ -22,7 +22,7 @@
 #   PGURL_BASE  default postgres://postgres@127.0.0.1:5432  (trust auth)
 #   REDIS_URL   default redis://127.0.0.1:6379/0
 #   REPS        default 2    repetitions of every measurement (medians reported)
-#   DUR         default 8    seconds of each timed run (wrk, loadgen healthz, pgbench; at least 4)
+#   DUR         default 8    seconds of each timed run (wrk, loadgen healthz, pgbench; at least 6)
 #   CLIENTS     default 64   connections / clients / pgbench clients
 #   DELAY       default 50ms payment delay of part 3
 #   BOOKINGS    default 5000 bookings per throughput run (part 2)
@@ -112,9 +112,11 @@ ticks() {
 	return 0
 }
 
-# backends DB: the pids of the Postgres backends connected to DB.
+# backends DB: the pids of the Postgres backends connected to DB, from
+# their process titles ("postgres: 15/main: USER DB HOST(PORT) STATE"):
+# with pgbench's 64 connections open, psql may find no connection left.
 backends() {
-	psql -h 127.0.0.1 -U postgres -d postgres -Atc "SELECT pid FROM pg_stat_activity WHERE datname = '$1'"
+	ps -eo pid=,args= | awk -v db="$1" '$2 == "postgres:" && ($4 == db || $5 == db) {print $1}'
 }
 
 # cpu_us BEFORE AFTER: microseconds of CPU between two ticks listings; a
@@ -166,22 +168,32 @@ if [[ $parts == *" 2 "* ]]; then
 	createdb -h 127.0.0.1 -U postgres "$pgbench_db"
 	pgbench -h 127.0.0.1 -U postgres -i -s 10 -q "$pgbench_db" >"$out/pgbench-init.log" 2>&1
 	for ((r = 1; r <= reps; r++)); do
-		# The backends' CPU is sampled from 2s into the run (64 connections
-		# take up to a second to open on a loaded machine) to 1s before its
-		# end, and divided by the transactions of that window at the run's
-		# rate: pgbench's own connection set-up and tear-down stay out.
+		# The backends' CPU is sampled from the moment all are connected
+		# (64 connections take a second or two on a loaded machine) to about 3s
+		# before its end (they close at the end, and listing them takes a
+		# while on a loaded machine), and divided by the transactions of
+		# that window at the run's rate: pgbench's own connection set-up and
+		# tear-down stay out. A window that lost backends is not recorded.
 		pgbench -h 127.0.0.1 -U postgres -N -n -c "$clients" -j 2 -T "$dur" "$pgbench_db" >"$out/pgbench.txt" 2>&1 &
 		pgb=$!
-		sleep 2
+		sleep 1
+		for _ in $(seq 20); do
+			[[ $(backends "$pgbench_db" | wc -l) -ge $clients ]] && break
+			sleep 0.1
+		done
 		ticks $(backends "$pgbench_db") >"$out/pg.before"
 		t0=$(date +%s.%N)
-		sleep $((dur - 3))
+		sleep $((dur - 5))
 		ticks $(backends "$pgbench_db") >"$out/pg.after"
 		t1=$(date +%s.%N)
 		wait "$pgb"
 		tps=$(awk '/^tps/ {print $3}' "$out/pgbench.txt")
 		record tput pgbench-N "$tps"
-		record cpu pgbench-N-postgres-us-per-tx "$(awk -v us="$(cpu_us "$out/pg.before" "$out/pg.after")" -v tps="$tps" -v t0="$t0" -v t1="$t1" 'BEGIN {printf "%.1f", us / (tps * (t1 - t0))}')"
+		if [[ -s $out/pg.before && $(wc -l <"$out/pg.after") -eq $(wc -l <"$out/pg.before") ]]; then
+			record cpu pgbench-N-postgres-us-per-tx "$(awk -v us="$(cpu_us "$out/pg.before" "$out/pg.after")" -v tps="$tps" -v t0="$t0" -v t1="$t1" 'BEGIN {printf "%.1f", us / (tps * (t1 - t0))}')"
+		else
+			echo "pgbench's backends changed during the CPU window; not recorded" >&2
+		fi
 		for bin in "${apis[@]}"; do
 			tag=$(basename "$bin")
 			for n in 1 3; do
