@@ -36,9 +36,9 @@ type Confirmation struct {
 // writes through the screening's guard, and releases the locks. Without a
 // payment (no provider, no delay) the guarded write is the check: it
 // refuses seats in use with the same errors, in one round trip to the
-// store instead of two. Under
-// LockPostgresXact the locks belong to a transaction of the store, and the
-// check and the write go through that transaction (see TxLease).
+// store instead of two. Under LockPostgresXact the locks belong to a
+// transaction of the store, and the check and the write go through that
+// transaction (see TxLease).
 //
 // It returns ErrInvalid, ErrNotFound, ErrSeatTaken (a *SeatsTakenError),
 // ErrSeatHeld (a *SeatsHeldError),

@@ -50,8 +50,8 @@ type Options struct {
 // URL's pool_max_conns sets one. pgxpool's own default, 4 (or the number of
 // CPUs if more), is too small for the booking API: each booking holds a
 // connection only briefly (one statement, or two with a payment: the seat
-// check, then the write), and with tens of bookings
-// in flight four connections become the queue every booking waits in
+// check, then the write), and with tens of bookings in flight four
+// connections become the queue every booking waits in
 // (measured in docs/benchmarks-loadgen.md). It is small so that many
 // stores (the test suites running side by side) fit in Postgres's default
 // max_connections of 100; a busy instance wants more (docs/backends.md:
@@ -279,7 +279,7 @@ func (s *Store) Book(ctx context.Context, w reservation.Write) error {
 	return bookError(err)
 }
 
-// execer is what book needs of a pool or a transaction.
+// execer is what book needs of a connection or a transaction.
 type execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
