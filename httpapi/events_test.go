@@ -30,6 +30,23 @@ func TestHub(t *testing.T) {
 		}
 	})
 
+	t.Run("watches a screening while one of its streams is open", func(t *testing.T) {
+		h := NewHub(4)
+		if h.Watches("s1") {
+			t.Error("watches s1 before any stream")
+		}
+		a, _ := h.subscribe("s1")
+		b, _ := h.subscribe("s1")
+		h.unsubscribe(a)
+		if !h.Watches("s1") || h.Watches("s2") {
+			t.Errorf("with one stream of s1 open: watches s1 %v, s2 %v; want true, false", h.Watches("s1"), h.Watches("s2"))
+		}
+		h.unsubscribe(b)
+		if h.Watches("s1") {
+			t.Error("watches s1 after its last stream closed")
+		}
+	})
+
 	t.Run("closes a stream that falls behind instead of waiting", func(t *testing.T) {
 		h := NewHub(2)
 		slow, _ := h.subscribe("s1")
