@@ -88,13 +88,15 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 	}
 	// The check before the payment spares a customer a charge (and a
 	// refund) for seats that are gone. Without a payment nothing happens
-	// between check and write, and the guarded write refuses seats in use
+	// between check and write, and the fenced write refuses seats in use
 	// with the same errors, taken before held: so the check is left to the
-	// write, and a booking is one round trip to the store.
+	// write, and a booking is one round trip to the store. A blind write
+	// (guard=off) refuses nothing, so there the check stays: without it a
+	// seat booked long ago would be booked again, not only in a race.
 	// (A write refused because a request with the same idempotency key
 	// wrote first fails on the key, ErrConflict, which written answers
 	// with that request's confirmation.)
-	if s.pays(sc) {
+	if s.pays(sc) || sc.Guard != GuardFence {
 		if err := checkSeats(ctx, store, sc.ID, seats); err != nil {
 			// Without a lock (LockNone), a request with the same key may
 			// have written between the replay check above and this one:

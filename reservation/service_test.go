@@ -393,3 +393,20 @@ func TestBookChecksSeatsOnlyWhenItPays(t *testing.T) {
 	seatFree(t, svc, free.ID, "A1")
 	seatFree(t, svc, free.ID, "B2")
 }
+
+// A blind write (guard=off) refuses nothing, so a booking without a
+// payment must still check its seats: a seat booked before is refused, not
+// booked again. Only a race gets past the check.
+func TestBookChecksSeatsUnderGuardOff(t *testing.T) {
+	svc, _ := newService(t, &fakeLocker{}, reservation.Options{Demo: true})
+	sc, err := svc.CreateScreening(context.Background(), reservation.NewScreening{Movie: "M", Rows: 1, SeatsPerRow: 2, Guard: reservation.GuardOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := book(svc, sc.ID, "alice", "A1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := book(svc, sc.ID, "bob", "A1"); !errors.Is(err, reservation.ErrSeatTaken) {
+		t.Errorf("booking A1 again under guard=off, no payment: %v, want seat_taken", err)
+	}
+}
