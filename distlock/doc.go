@@ -100,6 +100,9 @@
 //   - Replication is asynchronous. If the primary fails after granting a
 //     lock but before a replica received the write, the promoted replica
 //     does not know the lock, and grants it again. Two holders, both sure.
+//     RedisOptions.WaitReplicas makes a grant wait for replicas to
+//     acknowledge it (Redis WAIT), which closes that window for the
+//     replicas that did; it is not a consensus (see its comment).
 //   - A restart without persistence loses every lock key and every fence
 //     counter. Fencing tokens then start again from 1, and fencing is only
 //     as good as the counter's durability: run with appendonly yes (and an
