@@ -64,8 +64,14 @@
 // on the cut instance only; latency slows it without refusing anything.
 //
 // TestRedisFailover: a Redis primary, a replica and a Sentinel; the
-// primary is killed under load and the instances, given the Sentinel as
-// REDIS_URL (redis+sentinel://), follow the promoted replica.
+// replica falls behind, the primary is killed under load while a holder
+// pays for a probe seat, and the instances, given the Sentinel as
+// REDIS_URL (redis+sentinel://), follow the promoted replica. The payment
+// provider counts overlapping charges: without REDIS_WAIT_REPLICAS the
+// promoted replica grants the probe seat's lock a second time, to a holder
+// that pays while the first still does; with REDIS_WAIT_REPLICAS=1 it
+// cannot (the test requires 0 overlaps), and the price is 503s until a
+// replica is back.
 //
 // TestLoad (only with SEATLOCK_LOAD_BOOKINGS set to a count of bookings):
 // the real loadgen binary against three instances, every scenario under
