@@ -32,7 +32,8 @@
 // fencing token must be newer than the seat's last one. With guard=off
 // the stale write wins and the seat is confirmed to two customers. The
 // lesson: a lease-based lock alone is an efficiency device; the fenced
-// write is what makes it safe.
+// write is what makes it safe. The payment provider shows the lock's side:
+// a holder paused in its payment is charged while the next holder is.
 //
 // TestLostLock: the lock key vanishes (deleted, or an expiry) while the
 // booking pays. The watchdog's next renewal finds the key gone, closes the
@@ -55,8 +56,19 @@
 // twice, none lost. It also shows what the lock promise loses: after Redis
 // restarts empty, the fence counters start again from 1, and a seat that
 // was booked and cancelled before refuses bookings with 409 lock_lost
-// (see docs/reliability.md). A fast subset runs by default; with
-// SEATLOCK_FAULT_MATRIX=1 every strategy runs under every restart.
+// (see docs/reliability.md). Redlock runs under one of its three nodes
+// restarting empty, ZooKeeper under its server restarting (with its data),
+// both under Postgres restarting too. The payment provider counts
+// overlapping charges: two lock holders at once. A fast subset runs by
+// default; with SEATLOCK_FAULT_MATRIX=1 every strategy runs under every
+// restart that touches it.
+//
+// TestRedlockNodeAmnesia: a Redlock holder pays while one node restarts
+// empty, and another instance books the same seat. When all three nodes
+// had granted the lock, the two that kept it are a majority and the
+// second booking waits; when one node was down at the grant, the restarted
+// node and that one make a second majority, and two holders pay at once.
+// The fenced write keeps the seat right either way.
 //
 // TestNetworkFaults: latency, a slow link or a cut between one instance
 // and its Redis or Postgres, made by Shopify's toxiproxy as a library,

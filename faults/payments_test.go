@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/seatlock/seatlock/payment"
 )
@@ -67,5 +68,31 @@ func (p *payments) noticeCharge(body []byte) {
 			close(c)
 			delete(p.started, id)
 		}
+	}
+}
+
+// checkCharges fails t unless charges minus refunds equals the bookings
+// confirmed, as at any quiet moment they must: a charge whose booking was
+// then refused is refunded before the client is answered.
+func (p *payments) checkCharges(t *testing.T, confirmed int) payment.Stats {
+	t.Helper()
+	stats := p.Stats()
+	if got := stats.Charges - stats.Refunds; got != int64(confirmed) {
+		t.Errorf("charges %d - refunds %d = %d, want the %d bookings confirmed", stats.Charges, stats.Refunds, got, confirmed)
+	}
+	return stats
+}
+
+// awaitPayment waits until started (from chargeStarted) is closed: the
+// booking pending then holds its locks and pays. It fails t when the
+// booking answers first, or after 10 s.
+func awaitPayment(t *testing.T, started <-chan struct{}, pending <-chan answer, who string) {
+	t.Helper()
+	select {
+	case <-started:
+	case a := <-pending:
+		t.Fatalf("%s answered before its payment: %v", who, a)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not reach its payment within 10s", who)
 	}
 }
