@@ -85,13 +85,6 @@
 // cannot (the test requires 0 overlaps), and the price is 503s until a
 // replica is back.
 //
-// TestFastLockClock: the lock server's clock runs fast (the embedded
-// Redis with its clock at 2 and 8 times real time, since Debian's faketime
-// cannot start Debian's redis-server). At x2 the watchdog's renewals every
-// third of the TTL hide it; at x8 leases run out between renewals, a
-// waiting holder takes the lock while the first still pays, and both
-// lose their locks. The fenced write keeps the seat right.
-//
 // TestLoad (only with SEATLOCK_LOAD_BOOKINGS set to a count of bookings):
 // the real loadgen binary against three instances, every scenario under
 // every safe strategy with a shared lock service (keyed+redis, redis,

@@ -14,7 +14,6 @@ package embeddedredis
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -28,45 +27,24 @@ const tick = 50 * time.Millisecond
 // one goroutine, the clock, which Close stops and waits for.
 type Server struct {
 	srv  *miniredis.Miniredis
-	rate float64       // how fast the clock runs against real time
 	stop chan struct{} // closed by Close to stop the clock
 	done chan struct{} // closed by the clock goroutine when it ends
 }
 
-// Options configure a Server. The zero value works.
-type Options struct {
-	// Rate is how fast the server's clock runs against real time: a key
-	// expires TTL/Rate after it was set. Default 1. A rate above 1 is a
-	// lock server whose clock runs fast, so that its leases run out early,
-	// which fault tests need and a real redis-server cannot easily be
-	// made to do.
-	Rate float64
-}
-
 // Start starts a server on a free port of 127.0.0.1, and its clock. It
 // returns an error when the server cannot listen.
-func Start() (*Server, error) { return StartWith(Options{}) }
-
-// StartWith is Start with options. It returns an error when the server
-// cannot listen or the rate is not a positive number.
-func StartWith(opts Options) (*Server, error) {
-	if opts.Rate == 0 {
-		opts.Rate = 1
-	}
-	if !(opts.Rate > 0) || math.IsInf(opts.Rate, 0) {
-		return nil, fmt.Errorf("embedded redis: clock rate %v must be a positive number", opts.Rate)
-	}
+func Start() (*Server, error) {
 	srv := miniredis.NewMiniRedis()
 	if err := srv.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("embedded redis: %w", err)
 	}
-	s := &Server{srv: srv, rate: opts.Rate, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Server{srv: srv, stop: make(chan struct{}), done: make(chan struct{})}
 	go s.clock()
 	return s, nil
 }
 
-// clock advances the server's TTLs by the real time that passed, times
-// the rate, until stop is closed.
+// clock advances the server's TTLs by the real time that passed, until
+// stop is closed.
 func (s *Server) clock() {
 	defer close(s.done)
 	t := time.NewTicker(tick)
@@ -77,7 +55,7 @@ func (s *Server) clock() {
 		case <-s.stop:
 			return
 		case now := <-t.C:
-			s.srv.FastForward(time.Duration(float64(now.Sub(last)) * s.rate))
+			s.srv.FastForward(now.Sub(last))
 			last = now
 		}
 	}
