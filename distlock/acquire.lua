@@ -13,7 +13,15 @@
 -- one alone. When the i-th key turns out to be held, the keys this call took
 -- before it are deleted again. A script runs with nothing else in between,
 -- so nobody ever sees those keys taken: all or nothing. In the common case,
--- one free key, this is two commands: SET and INCR.
+-- one free key, this is four commands: SET, TIME, GET and SET.
+--
+-- A fencing token is the larger of the key's counter plus one and the
+-- server's clock in microseconds, and becomes the new counter. The counter
+-- alone makes tokens increase while Redis keeps its data; the clock makes
+-- them increase across a restart that lost the counter, or a failover to a
+-- replica that never saw it: a token issued later carries a later time
+-- (see "Fencing tokens" in doc.go). The token is written as a string of
+-- digits: Lua would write a number this large in exponent form.
 
 local n = #KEYS / 2
 
@@ -26,8 +34,12 @@ for i = 1, n do
   end
 end
 
+local now = redis.call("TIME")
+now = tonumber(now[1]) * 1000000 + tonumber(now[2])
 local reply = {1}
 for i = 1, n do
-  reply[i + 1] = redis.call("INCR", KEYS[n + i])
+  local fence = math.max(tonumber(redis.call("GET", KEYS[n + i]) or "0") + 1, now)
+  redis.call("SET", KEYS[n + i], string.format("%.0f", fence))
+  reply[i + 1] = fence
 end
 return reply

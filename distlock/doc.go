@@ -59,11 +59,28 @@
 // process pause can last longer than the lease, and the holder wakes up,
 // checks nothing, and writes. No lock service can stop that from its side.
 // What can stop it is the resource that is written to: every acquisition
-// gets a fencing token per key, a number that only grows (an INCR of a
-// counter key that never expires, in the same script that takes the key),
-// and the storage refuses a write whose token is older than the last one it
-// saw for that seat. The pausing holder's write then fails instead of
-// double-booking.
+// gets a fencing token per key, a number that only grows, and the storage
+// refuses a write whose token is older than the last one it saw for that
+// seat. The pausing holder's write then fails instead of double-booking.
+//
+// The token is issued by the script that takes the key: the larger of the
+// key's fence counter plus one and the server's clock in microseconds
+// (TIME), and it becomes the counter, a key that never expires. The
+// counter makes tokens strictly increase while Redis keeps its data. The
+// clock makes them increase across a loss of the data too (a restart
+// without persistence, a failover to a replica that never saw the last
+// write), when a counter alone would start again from 1 and every seat
+// written before would refuse the next holder as stale. The argument: a
+// token is never above the time of its issue, because one key is not
+// taken twice within a microsecond (each take follows a release, a round
+// trip of its own), so every token is at most the clock when it was
+// issued, and a token issued after the loss is at least the clock then,
+// which is later. It holds as long as the clock of the server that issues
+// tokens does not go back by more than the loss took: no clock stepped
+// back across a restart, and replicas' clocks agree with the primary's
+// within the seconds a failover takes (NTP does far better). Tokens are
+// about 2^51 today and fit an int64, a Postgres bigint and a JSON number
+// (2^53) for centuries.
 //
 // Waiting by push. A blocked Obtain subscribes to the release channel of
 // its keys, and only then looks at the keys again, so a release between
@@ -104,9 +121,11 @@
 //     acknowledge it (Redis WAIT), which closes that window for the
 //     replicas that did; it is not a consensus (see its comment).
 //   - A restart without persistence loses every lock key and every fence
-//     counter. Fencing tokens then start again from 1, and fencing is only
-//     as good as the counter's durability: run with appendonly yes (and an
-//     fsync policy you accept) where fencing matters.
+//     counter. The locks granted before are forgotten (a second holder may
+//     get one at once), but fencing tokens go on increasing, because they
+//     carry the server's clock (see Fencing tokens above), so the fenced
+//     write still refuses the holder from before the loss. Run with
+//     appendonly yes all the same: it keeps the locks as well.
 //   - Leases are time. The server expires keys by its clock; the holder
 //     trusts its own monotonic clock, and gives up one percent of the TTL
 //     early. A process pause (GC, a swapped-out VM, a stopped container)

@@ -20,6 +20,11 @@ func exampleServer() (*miniredis.Miniredis, *redis.Client) {
 	if err := server.Start(); err != nil {
 		panic(err) // a test binary that cannot listen on loopback cannot run examples
 	}
+	// The server's clock reads the Unix epoch, so that the fencing tokens
+	// of the examples count from 1. A real server's tokens are at least its
+	// clock in microseconds ("Fencing tokens" in the package doc): large
+	// numbers, increasing just the same.
+	server.SetTime(time.Unix(0, 0))
 	return server, redis.NewClient(&redis.Options{Addr: server.Addr()})
 }
 

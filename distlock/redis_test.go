@@ -420,3 +420,44 @@ func TestRedisExclusionThroughBatches(t *testing.T) {
 		t.Fatalf("the largest pipeline of scripts had %d commands: nothing was batched, so this test proved nothing", n)
 	}
 }
+
+// A Redis that loses its data (restarted without persistence, or replaced
+// by a replica that never saw the last writes) has lost the fence counters
+// too. The tokens it issues next must still be above every token it issued
+// before: else every fenced write of those keys is refused as stale until
+// the counters catch up, and two holders across the loss can carry one
+// token.
+func TestRedisFencingSurvivesDataLoss(t *testing.T) {
+	server := testenv.StartRedisServer(t, nil)
+	c := redis.NewClient(&redis.Options{Addr: server.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	locker := newRedis(t, c, distlock.RedisOptions{TTL: time.Second, RenewEvery: -1})
+	ctx := t.Context()
+	const key = "{screening-42}:C7"
+
+	var last int64
+	for range 3 {
+		lock, err := locker.Obtain(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok := lock.Token(key); tok <= last {
+			t.Fatalf("token %d after %d: want increasing", tok, last)
+		}
+		last = lock.Token(key)
+		if err := lock.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := locker.Obtain(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(ctx)
+	if tok := lock.Token(key); tok <= last {
+		t.Fatalf("token after the data was lost %d, want above %d, the last token issued before", tok, last)
+	}
+}

@@ -53,10 +53,11 @@
 // Redis without persistence comes back; Postgres stopped at once and
 // started) while two instances book on one screening. Safety must hold
 // for every strategy: every answer 201, 409 or 503, no seat confirmed
-// twice, none lost. It also shows what the lock promise loses: after Redis
-// restarts empty, the fence counters start again from 1, and a seat that
-// was booked and cancelled before refuses bookings with 409 lock_lost
-// (see docs/reliability.md). Redlock runs under one of its three nodes
+// twice, none lost. A seat booked and cancelled before the restart must be
+// bookable after it: Redis comes back without its fence counters, and the
+// fencing tokens must still be above the ones the seats remember (they
+// carry the server's clock; see distlock's package doc and
+// docs/reliability.md). Redlock runs under one of its three nodes
 // restarting empty, ZooKeeper under its server restarting (with its data),
 // both under Postgres restarting too. The payment provider counts
 // overlapping charges: two lock holders at once. A fast subset runs by
@@ -84,6 +85,13 @@
 // that pays while the first still does; with REDIS_WAIT_REPLICAS=1 it
 // cannot (the test requires 0 overlaps), and the price is 503s until a
 // replica is back.
+//
+// TestLockServerClock: the lock's Redis servers run with a fast clock (2x,
+// 4x) or a wall clock that jumps ahead, by a small LD_PRELOAD library
+// (testdata/fastclock.c), while customers of two instances book one seat
+// through a payment provider counting overlapping charges. Safety must
+// hold; overlaps must show exactly where a lease expires on the server (or
+// a majority of Redlock's) before the holder renews it.
 //
 // TestLoad (only with SEATLOCK_LOAD_BOOKINGS set to a count of bookings):
 // the real loadgen binary against three instances, every scenario under

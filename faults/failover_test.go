@@ -87,8 +87,12 @@ const (
 )
 
 func runFailover(t *testing.T, lock string, waitReplicas int) {
-	noSyncDelay := []string{"--repl-diskless-sync-delay", "0"} // a replica joins at once
-	primary := startRedis(t, noSyncDelay...)
+	primary := startRedis(t)
+	// A replica joins at once, not after the default 5 s of waiting for
+	// others to sync with it.
+	if err := primary.client(t).ConfigSet(t.Context(), "repl-diskless-sync-delay", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
 	// The replica reaches the primary through a proxy, whose latency
 	// makes it fall behind, and whose stop cuts what it had not received.
 	link := startProxy(t, "replication", fmt.Sprintf("127.0.0.1:%d", primary.port))
@@ -96,8 +100,8 @@ func runFailover(t *testing.T, lock string, waitReplicas int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replicaPort := startDaemon(t, "redis-server", append([]string{"--save", "", "--appendonly", "no", "--dir", t.TempDir(),
-		"--replicaof", "127.0.0.1", linkPort}, noSyncDelay...)...)
+	replicaPort := startDaemon(t, "redis-server", "--save", "", "--appendonly", "no", "--dir", t.TempDir(),
+		"--replicaof", "127.0.0.1", linkPort, "--repl-diskless-sync-delay", "0")
 	conf := filepath.Join(t.TempDir(), "sentinel.conf")
 	// Sentinel rewrites its file, so it must be one of the test's own.
 	err = os.WriteFile(conf, fmt.Appendf(nil, `sentinel monitor seatlock 127.0.0.1 %d 1

@@ -128,7 +128,9 @@ func runRestart(t *testing.T, lock string, fault restartFault) {
 		fmt.Sprintf(`{"movie":"Restart","rows":26,"seats_per_row":100,"payment_delay_ms":20,"lock":%q}`, lock))
 
 	// A seat booked and cancelled before the fault, booked again after:
-	// with the Redis strategies it shows what a lost fence counter does.
+	// with the Redis strategies the fence counter is lost, and the next
+	// token must still be above the one the seat's row remembers (else
+	// the seat refuses every booking with 409 lock_lost).
 	probe := createScreening(t, apis[0].url, fmt.Sprintf(`{"movie":"Probe","rows":1,"seats_per_row":1,"lock":%q}`, lock))
 	first := book(t.Context(), apis[0].url, probe.ID, "probe-1", "A1")
 	if first.status != http.StatusCreated {
@@ -163,6 +165,9 @@ func runRestart(t *testing.T, lock string, fault restartFault) {
 		share = float64(unavailable) / float64(len(window))
 	}
 	again := book(t.Context(), apis[1].url, probe.ID, "probe-2", "A1")
+	if again.status != http.StatusCreated {
+		t.Errorf("the seat booked and cancelled before the restart, booked again after it: %v, want 201", again)
+	}
 	v := judge(t, answers, mergeSeatMaps(t, apis, sc.ID))
 	if v.confirmed == 0 {
 		t.Error("nothing was booked at all")

@@ -24,20 +24,21 @@ type redisServer struct {
 	port int
 	dir  string
 	url  string
-	args []string // more arguments, on every start
+	env  []string // added to the server's environment (a fast clock)
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has exited
 }
 
-// startRedis starts a private redis-server with more arguments args, if
-// any, and kills it when t ends. It skips t when redis-server is not
-// installed (fails under REQUIRE_INTEGRATION=1).
-func startRedis(t *testing.T, args ...string) *redisServer {
+// startRedis starts a private redis-server, with env added to its
+// environment, and kills it when t ends. It
+// skips t when redis-server is not installed (fails under
+// REQUIRE_INTEGRATION=1).
+func startRedis(t *testing.T, env ...string) *redisServer {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		unavailable(t, "redis-server is not installed (apt-get install redis-server)")
 	}
-	r := &redisServer{port: freePort(t), dir: t.TempDir(), args: args}
+	r := &redisServer{port: freePort(t), dir: t.TempDir(), env: env}
 	r.url = fmt.Sprintf("redis://127.0.0.1:%d/0", r.port)
 	r.start(t)
 	t.Cleanup(func() { r.kill(t) })
@@ -47,9 +48,10 @@ func startRedis(t *testing.T, args ...string) *redisServer {
 // start runs redis-server on the server's port and waits until it answers.
 func (r *redisServer) start(t *testing.T) {
 	t.Helper()
-	r.cmd = exec.Command("redis-server", append([]string{
+	r.cmd = exec.Command("redis-server",
 		"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
-		"--save", "", "--appendonly", "yes", "--appendfsync", "always"}, r.args...)...)
+		"--save", "", "--appendonly", "yes", "--appendfsync", "always")
+	r.cmd.Env = append(os.Environ(), r.env...)
 	if err := r.cmd.Start(); err != nil {
 		t.Fatalf("start redis-server: %v", err)
 	}

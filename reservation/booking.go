@@ -184,18 +184,20 @@ func (s *Service) release(ctx context.Context, lease SeatLease) {
 // payAndWrite pays for the booking and records it in store through the
 // screening's guard. A charge that went through is refunded when the
 // booking is not confirmed after all: the lock was lost, or the guarded
-// write refused it.
+// write refused it (see settleFailedWrite for a write whose outcome is not
+// known).
 func (s *Service) payAndWrite(ctx context.Context, store bookingStore, sc Screening, seats []string, customer string, lease SeatLease, idem *idempotency) (Confirmation, error) {
 	w, c, err := s.newWrite(sc, seats, customer, lease, idem)
 	if err != nil {
 		return Confirmation{}, err
 	}
 	chargeID, err := s.pay(ctx, sc, w, lease)
-	if err == nil {
-		err = store.Book(ctx, w)
-	}
 	if err != nil {
 		s.refund(ctx, chargeID, w.Booking.ID)
+		return s.written(ctx, sc.ID, c, idem, err)
+	}
+	if err = store.Book(ctx, w); err != nil {
+		err = s.settleFailedWrite(ctx, chargeID, w.Booking.ID, err)
 	}
 	return s.written(ctx, sc.ID, c, idem, err)
 }

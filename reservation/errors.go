@@ -62,6 +62,12 @@ var (
 	ErrUnavailable = errors.New("backend unavailable")
 )
 
+// ErrWriteInDoubt is returned by a Store when a write was sent to commit and
+// no answer came back (the connection died, the context ended): it may
+// have committed or not. It matches ErrUnavailable. The Service looks the
+// booking up before it refunds its charge (Service.settleFailedWrite).
+var ErrWriteInDoubt = fmt.Errorf("%w: the outcome of the commit is unknown", ErrUnavailable)
+
 // SeatsTakenError lists the requested seats that are booked already. It
 // matches ErrSeatTaken with errors.Is.
 type SeatsTakenError struct {

@@ -95,6 +95,56 @@ func (s *Service) refund(ctx context.Context, chargeID, bookingID string) {
 	}
 }
 
+// inDoubtWait bounds how long settleFailedWrite looks for a booking whose
+// write may have committed.
+const inDoubtWait = 10 * time.Second
+
+// settleFailedWrite decides what a failed write of a paid booking means,
+// refunds the charge when the booking was not written, and returns the
+// booking's outcome: nil when it was written after all, else writeErr.
+//
+// A refusal (the seat taken, a stale fence, bad input) or a store out of
+// reach before the commit is an answer: nothing was written, and the
+// charge is refunded. ErrWriteInDoubt is not: the connection died, or the
+// request ended, after COMMIT was sent and before its answer came back,
+// and the booking may be in the database. Refunding it would leave a confirmed
+// seat unpaid; answering an error would hide a booking the customer has.
+// So the booking is looked for, for up to inDoubtWait while the store
+// stays unavailable: found, the write succeeded; not found, the charge is
+// refunded. When the store stays out of reach the outcome is unknown: the
+// charge is neither refunded nor kept silently, but logged as an error
+// with both ids for reconciliation, and the answer is writeErr (503).
+func (s *Service) settleFailedWrite(ctx context.Context, chargeID, bookingID string, writeErr error) error {
+	if !errors.Is(writeErr, ErrWriteInDoubt) {
+		s.refund(ctx, chargeID, bookingID)
+		return writeErr
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inDoubtWait)
+	defer cancel()
+	pause := 50 * time.Millisecond
+	for {
+		_, _, err := s.store.Booking(ctx, bookingID)
+		switch {
+		case err == nil:
+			s.opts.Logger.Warn("a booking's write failed after it committed: confirmed", "booking_id", bookingID, "err", writeErr)
+			return nil
+		case errors.Is(err, ErrNotFound):
+			s.refund(ctx, chargeID, bookingID)
+			return writeErr
+		}
+		select {
+		case <-ctx.Done():
+			if chargeID != "" {
+				s.opts.Logger.Error("a paid booking's write is in doubt: neither confirmed nor refunded; reconcile",
+					"charge_id", chargeID, "booking_id", bookingID, "write_err", writeErr, "lookup_err", err)
+			}
+			return writeErr
+		case <-time.After(pause):
+			pause = min(2*pause, time.Second)
+		}
+	}
+}
+
 // simulatePayment is the payment without a provider: a wait of the payment
 // delay. It ends early when the lock is lost or the request is cancelled.
 func simulatePayment(ctx context.Context, delay time.Duration, lease SeatLease) error {

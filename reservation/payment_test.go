@@ -3,13 +3,16 @@ package reservation_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/seatlock/seatlock/payment"
 	"github.com/seatlock/seatlock/reservation"
+	"github.com/seatlock/seatlock/reservation/memory"
 )
 
 // withProvider returns a service that charges through a real Provider over
@@ -134,6 +137,77 @@ func TestPaymentProviderDownIsUnavailable(t *testing.T) {
 			svc, sc := newService(t, &fakeLocker{}, reservation.Options{Payments: c})
 			if _, err := book(svc, sc.ID, "a", "A1"); !errors.Is(err, reservation.ErrUnavailable) {
 				t.Fatalf("Book: %v, want ErrUnavailable", err)
+			}
+			seatFree(t, svc, sc.ID, "A1")
+		})
+	}
+}
+
+// inDoubtStore is a memory store whose Book answers ErrWriteInDoubt, as a
+// Postgres store does when the connection dies during COMMIT: after
+// writing the booking when committed is set (the answer was lost), or
+// without writing it (the commit never happened). While down is set, its
+// reads are unavailable too.
+type inDoubtStore struct {
+	*memory.Store
+	committed bool
+	down      atomic.Int32 // reads that still fail before the store answers
+}
+
+func (s *inDoubtStore) Book(ctx context.Context, w reservation.Write) error {
+	if s.committed {
+		if err := s.Store.Book(ctx, w); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("connection reset during COMMIT: %w", reservation.ErrWriteInDoubt)
+}
+
+func (s *inDoubtStore) Booking(ctx context.Context, id string) (reservation.Booking, []byte, error) {
+	if s.down.Add(-1) >= 0 {
+		return reservation.Booking{}, nil, fmt.Errorf("connection refused: %w", reservation.ErrUnavailable)
+	}
+	return s.Store.Booking(ctx, id)
+}
+
+// A write whose commit went unanswered is looked up before its charge is
+// refunded: found, the booking stands and keeps its charge (a refund would
+// leave a confirmed seat unpaid); not found, the charge is refunded and
+// the answer is 503. The lookup waits out a store that is briefly away.
+func TestPaymentWriteInDoubt(t *testing.T) {
+	for _, committed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("committed=%v", committed), func(t *testing.T) {
+			p := payment.NewProvider(payment.ProviderOptions{})
+			srv := httptest.NewServer(p.Handler())
+			t.Cleanup(srv.Close)
+			c, err := payment.NewClient(srv.URL, payment.ClientOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			store := &inDoubtStore{Store: memory.New(), committed: committed}
+			store.down.Store(2)
+			svc := reservation.NewService(store, reservation.Options{Payments: c,
+				Lockers: map[reservation.Strategy]reservation.SeatLocker{reservation.LockRedis: &fakeLocker{fence: 3}}, DefaultLock: reservation.LockRedis})
+			sc, err := svc.CreateScreening(context.Background(), reservation.NewScreening{Movie: "M", Rows: 1, SeatsPerRow: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			conf, err := book(svc, sc.ID, "ann", "A1")
+			stats := p.Stats()
+			if committed {
+				if err != nil || conf.Booking.ID == "" {
+					t.Fatalf("Book: %v, want the booking that was committed", err)
+				}
+				if stats.Charges != 1 || stats.Refunds != 0 {
+					t.Errorf("stats %+v: want the committed booking's charge kept", stats)
+				}
+				return
+			}
+			if !errors.Is(err, reservation.ErrUnavailable) {
+				t.Fatalf("Book: %v, want ErrUnavailable", err)
+			}
+			if stats.Charges != 1 || stats.Refunds != 1 {
+				t.Errorf("stats %+v: want the charge of the booking that was not written refunded", stats)
 			}
 			seatFree(t, svc, sc.ID, "A1")
 		})

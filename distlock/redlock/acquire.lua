@@ -7,6 +7,11 @@
 -- ARGV[1] is the new holder's owner token, ARGV[2] the lease in
 -- milliseconds, ARGV[3] is "1" when fencing tokens are wanted.
 --
+-- With fencing, the counter of a key becomes the larger of itself plus one
+-- and the node's clock in microseconds, written as digits (Lua would write
+-- a number this large in exponent form): see "Fencing, as far as Redlock
+-- allows" in doc.go.
+--
 -- Returns {1, counter_1, counter_2, ...} when every key was free and is now
 -- taken (the counters are 0 without fencing); or {0, pttl} when a key is
 -- held, pttl being what is left of its lease in milliseconds (-1: none).
@@ -18,11 +23,18 @@ for i = 1, #KEYS, 2 do
   end
 end
 
+local now = 0
+if ARGV[3] == "1" then
+  now = redis.call("TIME")
+  now = tonumber(now[1]) * 1000000 + tonumber(now[2])
+end
 local reply = {1}
 for i = 1, #KEYS, 2 do
   redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])
   if ARGV[3] == "1" then
-    reply[#reply + 1] = redis.call("INCR", KEYS[i + 1])
+    local fence = math.max(tonumber(redis.call("GET", KEYS[i + 1]) or "0") + 1, now)
+    redis.call("SET", KEYS[i + 1], string.format("%.0f", fence))
+    reply[#reply + 1] = fence
   else
     reply[#reply + 1] = 0
   end

@@ -106,8 +106,10 @@
 //
 // # Fencing, as far as Redlock allows
 //
-// With Options.Fencing, the acquire script also increments a counter per
-// key on each node, which never expires. The token of a key is the highest
+// With Options.Fencing, the acquire script also moves a counter per key
+// on each node, which never expires, to the larger of itself plus one and
+// the node's clock in microseconds (as the single-server lock does, see
+// the distlock package doc). The token of a key is the highest
 // counter among the nodes that granted. Before Obtain returns, a second
 // script raises the counter of the key to that token on every granting
 // node that still holds the lock, and the lock is held only if a quorum
@@ -123,12 +125,15 @@
 // missed increments, a failed attempt incremented a few), and the next
 // quorum may miss the node with the highest counter.
 //
-// When a node restarts without persistence its counters start from zero,
-// and if it is the only node shared with the previous quorum, the next
-// token can be lower than the last: the fenced write is then refused, a
-// liveness problem, until the counters catch up; it is a safety problem if
-// the restarted node also granted a lock that was still held elsewhere.
-// Run the nodes with appendonly yes where fencing matters. A consensus
+// When a node restarts without persistence its counters are gone; the
+// token it issues next is its clock, which is above every token issued
+// before the restart (a token is never ahead of the clock of its issue:
+// one key is not taken twice within a microsecond), as long as the node's
+// clock did not step back and the nodes' clocks agree within the time a
+// restart takes. So the fenced write keeps accepting the next holder. The
+// restart can still break exclusion: the restarted node forgets the locks
+// it granted, and may grant one again that is still held elsewhere.
+// Run the nodes with appendonly yes where exclusion matters. A consensus
 // system (ZooKeeper's zxid, etcd's revision) or the database itself
 // (Postgres advisory locks in the booking transaction) gives tokens
 // without these ifs.

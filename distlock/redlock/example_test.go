@@ -22,6 +22,11 @@ func exampleNodes(n int) (nodes []*miniredis.Miniredis, clients []redlock.Client
 		if err := m.Start(); err != nil {
 			panic(err) // a test binary that cannot listen on loopback cannot run examples
 		}
+		// The node's clock reads the Unix epoch, so that the fencing
+		// tokens of the examples count from 1; a real node's tokens are at
+		// least its clock in microseconds ("Fencing, as far as Redlock
+		// allows" in the package doc).
+		m.SetTime(time.Unix(0, 0))
 		c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
 		nodes, clients = append(nodes, m), append(clients, c)
 	}

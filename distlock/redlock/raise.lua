@@ -15,10 +15,10 @@ for i = 1, #KEYS, 2 do
   end
 end
 for i = 1, #KEYS, 2 do
-  local token = tonumber(ARGV[1 + (i + 1) / 2])
+  local token = ARGV[1 + (i + 1) / 2]
   local counter = tonumber(redis.call("GET", KEYS[i + 1]) or "0")
-  if counter < token then
-    redis.call("SET", KEYS[i + 1], token)
+  if counter < tonumber(token) then
+    redis.call("SET", KEYS[i + 1], token) -- the digits as sent
   end
 end
 return 1

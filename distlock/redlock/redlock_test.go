@@ -197,13 +197,14 @@ func TestMajorityDown(t *testing.T) {
 
 // TestFencingAcrossDivergentCounters shows why Obtain raises the fence
 // counters of the granting nodes: counters of the nodes drift apart (here
-// node 0's is far ahead), and once that node is gone, the next quorum must
-// still issue a higher token.
+// node 0's is far ahead, of its clock too), and once that node is gone,
+// the next quorum must still issue a higher token.
 func TestFencingAcrossDivergentCounters(t *testing.T) {
 	servers := startServers(t, 3)
 	locker := newLocker(t, servers, testOptions())
 	key := "{fence}:" + uuid.NewString()
-	if err := servers[0].client(t).Set(t.Context(), locker.FenceKeyForTest(key), 100, 0).Err(); err != nil {
+	ahead := time.Now().Add(24 * time.Hour).UnixMicro()
+	if err := servers[0].client(t).Set(t.Context(), locker.FenceKeyForTest(key), ahead, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -211,8 +212,8 @@ func TestFencingAcrossDivergentCounters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := first.Token(key); got != 101 {
-		t.Fatalf("first token = %d, want 101 (node 0's counter was 100)", got)
+	if got := first.Token(key); got != ahead+1 {
+		t.Fatalf("first token = %d, want %d (node 0's counter was %d)", got, ahead+1, ahead)
 	}
 	if err := first.Release(t.Context()); err != nil {
 		t.Fatal(err)
@@ -224,8 +225,41 @@ func TestFencingAcrossDivergentCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer second.Release(t.Context())
-	if got := second.Token(key); got <= 101 {
-		t.Fatalf("token after node 0 stopped = %d, want above 101", got)
+	if got := second.Token(key); got <= ahead+1 {
+		t.Fatalf("token after node 0 stopped = %d, want above %d", got, ahead+1)
+	}
+}
+
+// TestFencingSurvivesDataLoss: every node loses its data (restarted
+// without persistence), and the next token is still above the last one
+// issued before, because a token is at least the node's clock.
+func TestFencingSurvivesDataLoss(t *testing.T) {
+	servers := startServers(t, 3)
+	locker := newLocker(t, servers, testOptions())
+	key := "{fence}:" + uuid.NewString()
+	var last int64
+	for range 3 {
+		lock, err := locker.Obtain(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = lock.Token(key)
+		if err := lock.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range servers {
+		if err := s.client(t).FlushAll(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock, err := locker.Obtain(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(t.Context())
+	if got := lock.Token(key); got <= last {
+		t.Fatalf("token after every node lost its data = %d, want above %d", got, last)
 	}
 }
 

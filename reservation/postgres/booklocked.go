@@ -233,9 +233,9 @@ func (t *lockedTx) book(ctx context.Context, w reservation.Write) error {
 	if err := book(ctx, t.tx, w); err != nil {
 		return err
 	}
-	err := t.tx.Commit(ctx)
+	err := commit(ctx, t.tx, "book locked")
 	t.free()
-	return translate("book locked", err)
+	return err
 }
 
 func (t *lockedTx) TakenSeats(ctx context.Context, screeningID string, seats []string) ([]string, error) {

@@ -42,6 +42,22 @@ func translate(op string, err error) error {
 	return fmt.Errorf("postgres: %s: %w", op, err)
 }
 
+// commit commits tx. A commit that fails for want of an answer (the
+// connection died, ctx ended) may have committed all the same: its error
+// wraps reservation.ErrWriteInDoubt. A refusal from the server (a
+// serialization failure, a deferred constraint) is translated as usual.
+func commit(ctx context.Context, tx pgx.Tx, op string) error {
+	err := tx.Commit(ctx)
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return translate(op, err)
+	}
+	return fmt.Errorf("postgres: %s: %w: %w", op, reservation.ErrWriteInDoubt, err)
+}
+
 // unavailable reports whether err says that the server could not be reached,
 // refused the connection, or went away, rather than that it refused the
 // statement. A connection that cannot be had is checked first: its error

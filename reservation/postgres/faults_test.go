@@ -285,3 +285,46 @@ func killWaiter(ctx context.Context, conn *pgx.Conn, waitType string) error {
 	}
 	return ctx.Err()
 }
+
+// TestCommitWithoutAnswerIsInDoubt makes COMMIT slow (a deferred trigger
+// that sleeps) and lets the caller's context end while it runs: the caller
+// cannot know whether the booking committed, and the error must say so
+// (reservation.ErrWriteInDoubt, which is also ErrUnavailable), so that the
+// service looks the booking up before refunding its charge. A refusal the
+// server answers at COMMIT is not in doubt.
+func TestCommitWithoutAnswerIsInDoubt(t *testing.T) {
+	dbURL := testenv.NewDatabase(t)
+	store := open(t, dbURL)
+	sc := faultScreening(t, store, reservation.LockRedis)
+	conn := admin(t, dbURL)
+	_, err := conn.Exec(t.Context(), `
+CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.customer = 'refused' THEN
+    RAISE EXCEPTION 'refused at commit' USING ERRCODE = '23514';
+  END IF;
+  PERFORM pg_sleep(2);
+  RETURN NULL;
+END $$;
+CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON bookings
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	w := faultWrite(sc, "A1")
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	err = store.Book(ctx, w)
+	if !errors.Is(err, reservation.ErrWriteInDoubt) || !errors.Is(err, reservation.ErrUnavailable) {
+		t.Errorf("Book whose COMMIT outlived its context: %v, want ErrWriteInDoubt", err)
+	}
+
+	refused := faultWrite(sc, "A2")
+	refused.Booking.Customer = "refused"
+	err = store.Book(t.Context(), refused)
+	if err == nil || errors.Is(err, reservation.ErrWriteInDoubt) {
+		t.Errorf("Book refused by the server at COMMIT: %v, want an error that is not in doubt", err)
+	}
+	assertNothingWritten(t, dbURL, refused)
+}

@@ -296,7 +296,7 @@ func (s *Store) Book(ctx context.Context, w reservation.Write) error {
 	if err := book(ctx, tx, w); err != nil {
 		return err
 	}
-	return translate("book", tx.Commit(ctx))
+	return commit(ctx, tx, "book")
 }
 
 // book writes a validated w inside tx, in one batch, and leaves tx to the

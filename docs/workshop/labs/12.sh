@@ -18,14 +18,14 @@ lab_expect "$LAB_DIR/locked.txt" '^result +CLEAN' "result CLEAN"
 curl -s -X POST "$API/v1/screenings" -d '{"id":"lab12","movie":"Holds","rows":5,"seats_per_row":8,"hold_ttl_ms":2000}' >/dev/null # lab
 curl -s -X POST "$API/v1/screenings/lab12/holds" -d '{"seats":["C4"],"customer":"ann"}' | tee "$LAB_DIR/hold.json" | jq -c '{seats, status, expires_at}' # lab
 lab_expect "$LAB_DIR/hold.json" '"status":"held"' "ann holds C4"
-curl -s -w ' %{http_code}\n' -X POST "$API/v1/screenings/lab12/bookings" -d '{"seats":["C4"],"customer":"bob"}' | tee "$LAB_DIR/bob.txt" # lab
-lab_expect "$LAB_DIR/bob.txt" '"code":"seat_held".* 409$' "bob is told seat_held at once"
+curl -s -w '%{http_code}\n' -X POST "$API/v1/screenings/lab12/bookings" -d '{"seats":["C4"],"customer":"bob"}' | tee "$LAB_DIR/bob.txt" # lab
+lab_expect_answer "$LAB_DIR/bob.txt" 409 '"code":"seat_held"' "bob is told seat_held at once"
 curl -s "$API/v1/screenings/lab12/seats" | jq -c '.seats[] | select(.id == "C4") | {id, status, hold_expires_at}' # lab
 sleep 2.5 # lab
 curl -s "$API/v1/screenings/lab12/seats" | jq -r '.seats[] | select(.id == "C4") | .status' | tee "$LAB_DIR/after.txt" # lab
 lab_expect "$LAB_DIR/after.txt" '^free$' "the expired hold's seat is free, with nothing running"
-curl -s -w ' %{http_code}\n' -X POST "$API/v1/holds/$(jq -r .id "$LAB_DIR/hold.json")/confirm" -H "Authorization: Bearer $(jq -r .token "$LAB_DIR/hold.json")" | tee "$LAB_DIR/late.txt" # lab
-lab_expect "$LAB_DIR/late.txt" '"code":"hold_expired".* 409$' "a late confirm is refused"
+curl -s -w '%{http_code}\n' -X POST "$API/v1/holds/$(jq -r .id "$LAB_DIR/hold.json")/confirm" -H "Authorization: Bearer $(jq -r .token "$LAB_DIR/hold.json")" | tee "$LAB_DIR/late.txt" # lab
+lab_expect_answer "$LAB_DIR/late.txt" 409 '"code":"hold_expired"' "a late confirm is refused"
 
 "$BIN/loadgen" -targets "$API" -scenario hold -clients 32 -requests 200 -payment-delay 300ms -abandon 0.25 -hold-ttl 2s | tee "$LAB_DIR/held.txt" # lab
 if grep -q 'seat_busy' "$LAB_DIR/held.txt"; then echo "FAIL: holds answered seat_busy" >&2; exit 1; fi

@@ -16,7 +16,17 @@
 #                          start $BIN/api with ADDR=127.0.0.1:0 and the given
 #                          settings, wait until it answers, print its URL
 #   lab_pid NAME           the process id of instance NAME
-#   lab_redis              start a private redis-server on a free port; print its URL
+#   lab_redis [VAR=value ...]
+#                          start a private redis-server on a free port, with the
+#                          given environment (a fast clock, lab 11); print its URL
+#   lab_redis_restart URL  kill lab_redis's server at URL, as a crash would, and
+#                          start it again on its port without its data
+#   lab_sentinel           a primary and a replica (lab_redis) and a
+#                          redis-sentinel watching them; print the
+#                          redis+sentinel:// URL an instance takes as REDIS_URL
+#   lab_failover URL FILE  kill the primary of lab_sentinel's URL, wait until
+#                          the Sentinel has promoted the replica, and append the
+#                          fault's window to FILE (loadgen -faults)
 #   lab_zookeeper          start a ZooKeeper server if installed; print host:port
 #   lab_payments [-check-fences]
 #                          start the payment provider (loadgen payments) on a
@@ -25,6 +35,8 @@
 #                          host:port; print URL with the gate's address in
 #                          it. kill -USR1 "$(lab_pid NAME)" closes it (what
 #                          clients send is held), kill -USR2 opens it.
+#   lab_expect_answer FILE STATUS REGEX [WHAT]
+#                          check an answer saved by curl -w '%{http_code}\n'
 #   lab_wait_log NAME REGEX
 #                          wait up to 10 s for a line of NAME's log to match
 #   lab_cleanup            stop everything started above, drop the databases
@@ -93,7 +105,7 @@ lab_redis() {
 	# server exits at once, and another port is tried.
 	for _ in 1 2 3; do
 		port=$(lab_free_port)
-		redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+		env "$@" redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
 			>"$LAB_DIR/redis-$port.log" 2>&1 </dev/null &
 		pid=$!
 		echo "$pid redis-$port" >>"$LAB_DIR/pids"
@@ -105,6 +117,75 @@ lab_redis() {
 		echo "lab_redis: redis-server did not start on $port:" >&2
 		tail -n 3 "$LAB_DIR/redis-$port.log" >&2
 	done
+	return 1
+}
+
+lab_redis_restart() {
+	local port pid
+	port=$(sed -E 's#^redis://[^:]+:([0-9]+).*#\1#' <<<"$1")
+	pid=$(lab_pid "redis-$port")
+	kill -KILL "$pid"
+	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+	# In a subshell, so that the server is not a child of the lab's shell
+	# (whose wait would wait for it too).
+	(
+		redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+			>>"$LAB_DIR/redis-$port.log" 2>&1 </dev/null &
+		echo "$! redis-$port" >>"$LAB_DIR/pids"
+	)
+	for _ in $(seq 150); do
+		redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "lab_redis_restart: redis-server did not come back on $port" >&2
+	return 1
+}
+
+lab_sentinel() {
+	local primary replica pport rport sport conf
+	command -v redis-sentinel >/dev/null || {
+		echo "lab_sentinel: redis-sentinel is not installed (apt-get install redis-sentinel)" >&2
+		return 1
+	}
+	primary=$(lab_redis) && replica=$(lab_redis) || return 1
+	pport=$(sed -E 's#^redis://[^:]+:([0-9]+).*#\1#' <<<"$primary")
+	rport=$(sed -E 's#^redis://[^:]+:([0-9]+).*#\1#' <<<"$replica")
+	redis-cli -p "$rport" replicaof 127.0.0.1 "$pport" >/dev/null
+	for _ in $(seq 100); do
+		redis-cli -p "$rport" info replication | grep -q '^master_link_status:up' && break
+		sleep 0.1
+	done
+	sport=$(lab_free_port)
+	conf="$LAB_DIR/sentinel-$sport.conf"
+	printf 'port %s\nbind 127.0.0.1\nsentinel monitor seatlock 127.0.0.1 %s 1\nsentinel down-after-milliseconds seatlock 500\nsentinel failover-timeout seatlock 5000\n' \
+		"$sport" "$pport" >"$conf"
+	redis-sentinel "$conf" >"$LAB_DIR/sentinel-$sport.log" 2>&1 </dev/null &
+	echo "$! sentinel-$sport" >>"$LAB_DIR/pids"
+	for _ in $(seq 100); do
+		[ "$(redis-cli -p "$sport" sentinel get-master-addr-by-name seatlock 2>/dev/null | tail -n 1)" = "$pport" ] &&
+			{ echo "redis+sentinel://127.0.0.1:$sport/0?master_name=seatlock"; return 0; }
+		sleep 0.1
+	done
+	echo "lab_sentinel: the Sentinel does not know the primary; its log:" >&2
+	tail -n 5 "$LAB_DIR/sentinel-$sport.log" >&2
+	return 1
+}
+
+lab_failover() {
+	local sport primary start
+	sport=$(sed -E 's#^redis\+sentinel://[^:]+:([0-9]+).*#\1#' <<<"$1")
+	primary=$(redis-cli -p "$sport" sentinel get-master-addr-by-name seatlock | tail -n 1)
+	start=$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)
+	kill -KILL "$(lab_pid "redis-$primary")"
+	for _ in $(seq 200); do
+		if [ "$(redis-cli -p "$sport" sentinel get-master-addr-by-name seatlock | tail -n 1)" != "$primary" ]; then
+			printf '{"name":"redis primary killed until the replica is promoted","start":"%s","end":"%s"}\n' \
+				"$start" "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)" >>"$2"
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "lab_failover: no replica promoted after 20 s" >&2
 	return 1
 }
 
@@ -225,6 +306,19 @@ lab_expect() {
 		return 1
 	fi
 	echo "ok: ${3:-$2}"
+}
+
+# lab_expect_answer FILE STATUS REGEX [WHAT]: FILE holds an answer as
+# curl -s -w '%{http_code}\n' prints it, the JSON body and then the status
+# on a line of its own; fails, showing FILE, unless the status is STATUS
+# and the body matches REGEX.
+lab_expect_answer() {
+	if [ "$(tail -n 1 "$1")" != "$2" ] || ! head -n -1 "$1" | grep -qE -- "$3"; then
+		echo "FAIL: ${4:-expected $2 and /$3/} in $1:" >&2
+		cat "$1" >&2
+		return 1
+	fi
+	echo "ok: ${4:-$2 /$3/}"
 }
 
 # lab_number FILE LABEL prints the first number after LABEL in a loadgen report.

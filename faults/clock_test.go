@@ -1,0 +1,183 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seatlock/seatlock/internal/testenv"
+	"github.com/seatlock/seatlock/payment"
+)
+
+// clockTTL is the lease of the clock tests. The watchdog renews it every
+// third of it, so a lock server whose clock runs less than three times as
+// fast as the holder's keeps the key until the renewal, and a faster one
+// lets it expire first.
+const clockTTL = 2 * time.Second
+
+// clockPayment is the payment inside the critical section: several
+// renewals long, so that a fault during it is met by one.
+const clockPayment = time.Second
+
+// fastClockLibrary builds testdata/fastclock.c, an LD_PRELOAD library that
+// makes a process's clocks run fast and its wall clock jump, and returns
+// its path. It skips t without a C compiler (fails under
+// REQUIRE_INTEGRATION=1).
+func fastClockLibrary(t *testing.T) string {
+	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		unavailable(t, "no C compiler to build the fast clock (apt-get install gcc)")
+	}
+	lib := filepath.Join(t.TempDir(), "fastclock.so")
+	out, err := exec.Command(cc, "-shared", "-fPIC", "-O2", "-o", lib, filepath.Join("testdata", "fastclock.c")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("build the fast clock: %v\n%s", err, out)
+	}
+	return lib
+}
+
+// clockFault is a lock server whose clock misbehaves, for one strategy.
+type clockFault struct {
+	name string
+	lock string // redis or redlock
+	// rates are the clock rates of the lock's Redis servers (one for
+	// redis, three for redlock); 1 is a correct clock.
+	rates []float64
+	// jump, when not zero, is how far the wall clock of every server
+	// jumps ahead in the middle of the first holder's payment.
+	jump time.Duration
+	// overlaps says whether the fault lets two holders in at once: the
+	// lease expires on the server (or on a majority of them) before the
+	// holder's renewal.
+	overlaps bool
+}
+
+var clockFaults = []clockFault{
+	{name: "redis, clock 4x", lock: "redis", rates: []float64{4}, overlaps: true},
+	{name: "redis, wall clock jumps 30s", lock: "redis", rates: []float64{1}, jump: 30 * time.Second, overlaps: true},
+	{name: "redis, clock 2x", lock: "redis", rates: []float64{2}},
+	{name: "redlock, 1 of 3 clocks 4x", lock: "redlock", rates: []float64{4, 1, 1}},
+	{name: "redlock, 2 of 3 clocks 4x", lock: "redlock", rates: []float64{4, 4, 1}, overlaps: true},
+}
+
+// TestLockServerClock runs two instances against lock servers whose
+// clocks run fast or jump (a real redis-server with testdata/fastclock.c
+// preloaded), while several customers book one seat through a payment
+// provider that counts overlapping charges. Safety must hold whatever the
+// clock does: one booking at most, no answer but 201, 409 and 503. The
+// lock's promise is judged by the overlaps: where the lease expires on the
+// server (a majority of them, for Redlock) before the holder renews it,
+// two holders pay at once and the test requires the overlap to show
+// (proof that the fault was in effect); where it does not, it requires
+// none. It logs one row per case for docs/reliability.md. A fast subset
+// runs by default; with SEATLOCK_FAULT_MATRIX=1, every case.
+func TestLockServerClock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	lib := fastClockLibrary(t)
+	for i, f := range clockFaults {
+		if i >= 2 && os.Getenv(matrixEnv) != "1" {
+			break
+		}
+		t.Run(f.name, func(t *testing.T) { runClockFault(t, lib, f) })
+	}
+}
+
+func runClockFault(t *testing.T, lib string, f clockFault) {
+	jumpFile := filepath.Join(t.TempDir(), "jump")
+	if err := os.WriteFile(jumpFile, []byte("0"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var urls []string
+	for _, rate := range f.rates {
+		r := startRedis(t, "LD_PRELOAD="+lib, fmt.Sprintf("FASTCLOCK_RATE=%g", rate), "FASTCLOCK_JUMP_FILE="+jumpFile)
+		checkClockRate(t, r, rate)
+		urls = append(urls, r.url)
+	}
+	provider := payment.NewProvider(payment.ProviderOptions{})
+	paySrv := httptest.NewServer(provider.Handler())
+	t.Cleanup(paySrv.Close)
+
+	env := map[string]string{
+		"REDIS_URL":    urls[0],
+		"DATABASE_URL": testenv.NewDatabase(t),
+		"LOCK_TTL":     clockTTL.String(),
+		"LOCK_WAIT":    "5s",
+		"PAYMENT_URL":  paySrv.URL,
+	}
+	if f.lock == "redlock" {
+		env["REDLOCK_URLS"] = strings.Join(urls, ",")
+	}
+	apis := []*instance{startAPI(t, env), startAPI(t, env)}
+	sc := createScreening(t, apis[0].url, fmt.Sprintf(`{"movie":"Clock","rows":1,"seats_per_row":2,"lock":%q,"payment_delay_ms":%d}`,
+		f.lock, clockPayment.Milliseconds()))
+
+	const customers = 6
+	answers := make([]answer, customers)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range customers {
+		wg.Go(func() {
+			answers[i] = book(t.Context(), apis[i%len(apis)].url, sc.ID, fmt.Sprintf("c%d", i), "A1")
+		})
+	}
+	if f.jump != 0 {
+		time.Sleep(clockPayment / 3)
+		if err := os.WriteFile(jumpFile, []byte(fmt.Sprint(f.jump.Seconds())), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	wall := time.Since(start)
+
+	statuses := checkStatuses(t, answers)
+	verify(t, answers, mergeSeatMaps(t, apis, sc.ID))
+	stats := provider.Stats()
+	switch {
+	case f.overlaps && stats.Overlaps == 0:
+		t.Errorf("no overlapping charges (%+v): the fault was meant to let two holders in", stats)
+	case !f.overlaps && stats.Overlaps != 0:
+		t.Errorf("%d overlapping charges (%+v): the lock should hold through this fault", stats.Overlaps, stats)
+	}
+	codes := map[string]int{}
+	for _, a := range answers {
+		if a.status != http.StatusCreated {
+			codes[a.code]++
+		}
+	}
+	t.Logf("row | %s | overlaps %d, charges %d, refunds %d | 201: %d, refused: %v | %v |",
+		f.name, stats.Overlaps, stats.Charges, stats.Refunds, statuses[http.StatusCreated], codes, wall.Round(10*time.Millisecond))
+}
+
+// checkClockRate fails t unless the server's clock (TIME) runs at about
+// rate times the real one: the fault must be in effect for the test to
+// mean anything.
+func checkClockRate(t *testing.T, r *redisServer, rate float64) {
+	t.Helper()
+	c := r.client(t)
+	ctx := context.Background()
+	t0, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	real0 := time.Now()
+	time.Sleep(300 * time.Millisecond)
+	t1, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := float64(t1.Sub(t0)) / float64(time.Since(real0))
+	if got < rate*0.8 || got > rate*1.25 {
+		t.Fatalf("redis-server's clock ran %.2fx the real one, want %gx", got, rate)
+	}
+}
