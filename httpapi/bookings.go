@@ -30,9 +30,8 @@ func handleBookingCreate(svc *reservation.Service, m *metrics) gin.HandlerFunc {
 		ctx := c.Request.Context()
 		// The screening is read first for its strategy, which labels the
 		// booking metric: the point of the metric is to compare strategies.
-		sc, err := svc.Screening(ctx, c.Param("id"))
-		if err != nil {
-			respondErr(c, err)
+		sc, ok := screeningOf(c, svc)
+		if !ok {
 			return
 		}
 		conf, err := svc.Book(ctx, reservation.BookRequest{

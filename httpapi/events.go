@@ -58,6 +58,12 @@ func NewHub(buffer int) *Hub {
 // lock timeline, which the page can afford to miss. The event is
 // formatted once, outside the lock, for all of them.
 func (h *Hub) Deliver(e reservation.Event) {
+	// Most events find no page open on their screening: they cost no
+	// formatting. A stream that opens after this check starts from a
+	// snapshot taken after it opened, which holds the event's booking.
+	if !h.Watches(e.ScreeningID) {
+		return
+	}
 	frame := sseEvent(string(e.Kind), toEventJSON(e))
 	lossy := e.Kind == reservation.EventEntered || e.Kind == reservation.EventLeft
 	h.mu.Lock()
@@ -84,6 +90,13 @@ func (h *Hub) Close() {
 			h.removeLocked(s)
 		}
 	}
+}
+
+// Watches reports whether a stream of the screening is open.
+func (h *Hub) Watches(screeningID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.streams[screeningID]) > 0
 }
 
 // Streams returns how many streams are open.
@@ -160,12 +173,11 @@ func handleEvents(svc *reservation.Service, hub *Hub, heartbeat time.Duration) g
 			respondCode(c, http.StatusNotFound, codeNotFound, "live events are not enabled on this server")
 			return
 		}
-		ctx := c.Request.Context()
-		sc, err := svc.Screening(ctx, c.Param("id"))
-		if err != nil {
-			respondErr(c, err)
+		sc, ok := screeningOf(c, svc)
+		if !ok {
 			return
 		}
+		ctx := c.Request.Context()
 		s, ok := hub.subscribe(sc.ID)
 		if !ok {
 			respondCode(c, http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")

@@ -1,17 +1,16 @@
 package httpapi
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/seatlock/seatlock/internal/testenv"
 	"github.com/seatlock/seatlock/reservation"
 	"github.com/seatlock/seatlock/reservation/memory"
 )
@@ -28,6 +27,23 @@ func TestHub(t *testing.T) {
 		h.Deliver(booked("s1"))
 		if len(a.events) != 1 || len(b.events) != 0 {
 			t.Errorf("s1 stream has %d events, s2 stream %d; want 1 and 0", len(a.events), len(b.events))
+		}
+	})
+
+	t.Run("watches a screening while one of its streams is open", func(t *testing.T) {
+		h := NewHub(4)
+		if h.Watches("s1") {
+			t.Error("watches s1 before any stream")
+		}
+		a, _ := h.subscribe("s1")
+		b, _ := h.subscribe("s1")
+		h.unsubscribe(a)
+		if !h.Watches("s1") || h.Watches("s2") {
+			t.Errorf("with one stream of s1 open: watches s1 %v, s2 %v; want true, false", h.Watches("s1"), h.Watches("s2"))
+		}
+		h.unsubscribe(b)
+		if h.Watches("s1") {
+			t.Error("watches s1 after its last stream closed")
 		}
 	})
 
@@ -83,65 +99,33 @@ func TestHub(t *testing.T) {
 	})
 }
 
-// readEvent is one event read from a stream.
+// readEvent is one event read from a stream; a comment (a heartbeat) is
+// one named "comment".
 type readEvent struct{ name, data string }
 
-// openStream connects to an event stream and returns its events as they
-// arrive; the reading goroutine ends when the test does.
-func openStream(t *testing.T, url string) <-chan readEvent {
+// next reads the next event from the lines of a stream
+// (testenv.EventStream), within 5s; with
+// skipComments, heartbeat comments are passed over.
+func next(t *testing.T, lines <-chan string, skipComments bool) readEvent {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
-		cancel()
-		res.Body.Close()
-		t.Fatalf("stream answered %d %s", res.StatusCode, res.Header.Get("Content-Type"))
-	}
-	out := make(chan readEvent, 100)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		defer close(out)
-		sc := bufio.NewScanner(res.Body)
-		sc.Buffer(nil, 1<<20)
-		var e readEvent
-		for sc.Scan() {
-			line := sc.Text()
+	timeout := time.After(5 * time.Second)
+	var e readEvent
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatal("stream ended")
+			}
 			switch {
 			case strings.HasPrefix(line, "event: "):
 				e.name = strings.TrimPrefix(line, "event: ")
 			case strings.HasPrefix(line, "data: "):
 				e.data = strings.TrimPrefix(line, "data: ")
-			case strings.HasPrefix(line, ": "):
-				out <- readEvent{name: "comment"}
+			case strings.HasPrefix(line, ": ") && !skipComments:
+				return readEvent{name: "comment"}
 			case line == "" && e.name != "":
-				out <- e
-				e = readEvent{}
+				return e
 			}
-		}
-	})
-	t.Cleanup(func() { cancel(); res.Body.Close(); wg.Wait() })
-	return out
-}
-
-// next returns the next event that is not a comment, within 5s.
-func next(t *testing.T, events <-chan readEvent, skipComments bool) readEvent {
-	t.Helper()
-	timeout := time.After(5 * time.Second)
-	for {
-		select {
-		case e, ok := <-events:
-			if !ok {
-				t.Fatal("stream ended")
-			}
-			if e.name == "comment" && skipComments {
-				continue
-			}
-			return e
 		case <-timeout:
 			t.Fatal("no event within 5s")
 		}
@@ -167,7 +151,7 @@ func TestEventStream(t *testing.T) {
 		t.Fatalf("unknown screening: %v %v", res.StatusCode, err)
 	}
 
-	events := openStream(t, srv.URL+"/v1/screenings/s1/events")
+	events := testenv.EventStream(t, srv.URL+"/v1/screenings/s1/events")
 	snap := next(t, events, true)
 	var s snapshotJSON
 	if err := json.Unmarshal([]byte(snap.data), &s); snap.name != "snapshot" || err != nil || s.Screening.ID != "s1" || len(s.Seats) != 6 {
@@ -239,7 +223,7 @@ func TestStreamLimit(t *testing.T) {
 	t.Cleanup(hub.Close)
 	url := srv.URL + "/v1/screenings/s1/events"
 
-	next(t, openStream(t, url), true)
+	next(t, testenv.EventStream(t, url), true)
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 	second, err := http.DefaultClient.Do(req)

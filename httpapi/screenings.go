@@ -118,13 +118,23 @@ func handleScreeningCreate(svc *reservation.Service) gin.HandlerFunc {
 // handleScreeningGet answers one screening.
 func handleScreeningGet(svc *reservation.Service) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		s, err := svc.Screening(c.Request.Context(), c.Param("id"))
-		if err != nil {
-			respondErr(c, err)
+		s, ok := screeningOf(c, svc)
+		if !ok {
 			return
 		}
 		writeJSON(c, http.StatusOK, toScreeningJSON(s))
 	}
+}
+
+// screeningOf returns the screening the path's id names, or answers the
+// service's error (404 for an unknown id) and returns false.
+func screeningOf(c *gin.Context, svc *reservation.Service) (reservation.Screening, bool) {
+	sc, err := svc.Screening(c.Request.Context(), c.Param("id"))
+	if err != nil {
+		respondErr(c, err)
+		return reservation.Screening{}, false
+	}
+	return sc, true
 }
 
 // handleSeatMap answers a screening's seats, row by row.

@@ -6,7 +6,8 @@
 // its screening, "seatlock:events:<screening id>"; every instance,
 // subscribed once to the pattern of all such channels, hands what it
 // receives to its Deliverer (in the API, the httpapi.Hub that feeds the
-// live seat maps):
+// live seat maps; being a Watcher, it is handed only the events of the
+// screenings a page is open on, and the bus decodes no other):
 //
 //	bus := redisevents.Start(ctx, client, hub, redisevents.Options{Logger: logger})
 //	defer bus.Close() // after the HTTP server has shut down
@@ -50,6 +51,15 @@ const (
 // included. httpapi.Hub is one.
 type Deliverer interface {
 	Deliver(reservation.Event)
+}
+
+// Watcher is a Deliverer that can say whether anyone here wants a
+// screening's events at all; the bus then drops the others unread, before
+// decoding them. httpapi.Hub is one: an instance with no page open on a
+// screening decodes none of the events its neighbours' bookings send.
+type Watcher interface {
+	Deliverer
+	Watches(screeningID string) bool
 }
 
 // Options configure a Bus. The zero value works.
@@ -200,7 +210,11 @@ func (b *Bus) send(ctx context.Context, batch []reservation.Event) {
 // subscription is closed. go-redis reconnects and resubscribes by itself
 // after an outage.
 func (b *Bus) receive() {
+	watcher, _ := b.deliver.(Watcher)
 	for m := range b.pubsub.Channel() {
+		if watcher != nil && !watcher.Watches(strings.TrimPrefix(m.Channel, ChannelPrefix)) {
+			continue
+		}
 		var msg message
 		if err := json.Unmarshal([]byte(m.Payload), &msg); err != nil ||
 			msg.ScreeningID != strings.TrimPrefix(m.Channel, ChannelPrefix) {

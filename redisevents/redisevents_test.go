@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,6 +90,41 @@ func TestEveryInstanceReceives(t *testing.T) {
 		if got := in.next(t, 5*time.Second); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s received %+v, want %+v", name, got, want)
 		}
+	}
+}
+
+// watchingInbox is an inbox that watches only its screening, and counts
+// every event the bus hands it, whatever its screening.
+type watchingInbox struct {
+	*inbox
+	delivered atomic.Int64
+}
+
+func (in *watchingInbox) Watches(screeningID string) bool { return screeningID == in.screeningID }
+
+func (in *watchingInbox) Deliver(e reservation.Event) {
+	in.delivered.Add(1)
+	in.inbox.Deliver(e)
+}
+
+// TestUnwatchedNotDelivered: a Watcher is handed only the events of the
+// screenings it watches; the others are dropped before they are decoded.
+func TestUnwatchedNotDelivered(t *testing.T) {
+	watched, other := uuid.NewString(), uuid.NewString()
+	in := &watchingInbox{inbox: newInbox(watched)}
+	b := start(t, in)
+	for i := range 3 {
+		b.Publish(t.Context(), event(other, i))
+	}
+	want := event(watched, 9)
+	b.Publish(t.Context(), want)
+	// One bus publishes in order on one connection, so the watched event
+	// arrives after the three others.
+	if got := in.next(t, 5*time.Second); !reflect.DeepEqual(got, want) {
+		t.Fatalf("received %+v, want %+v", got, want)
+	}
+	if n := in.delivered.Load(); n != 1 {
+		t.Errorf("the bus handed %d events to a watcher of one screening, want 1: the unwatched ones reached it", n)
 	}
 }
 

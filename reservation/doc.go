@@ -16,6 +16,12 @@
 // to a pause longer than its lease, and a guard alone serialises nothing.
 // The workshop switches them off one at a time to show what each does.
 //
+// The check before paying spares a customer a charge for seats that are
+// gone. A booking that pays nothing (no provider, no payment delay) skips
+// it: nothing happens between check and write, and the guarded write
+// refuses seats in use with the same errors, so the booking makes one
+// round trip to the store instead of two.
+//
 // The package knows no transport or driver: stores (package memory and
 // postgres), lockers (package locking) and the HTTP API (package httpapi)
 // adapt to the interfaces declared here.

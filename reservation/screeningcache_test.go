@@ -11,10 +11,32 @@ import (
 	"github.com/seatlock/seatlock/reservation/memory"
 )
 
-// countingStore counts the Screening reads that reach the store.
+// countingStore counts the Screening reads, and the seat checks, that
+// reach the store.
 type countingStore struct {
 	reservation.Store
-	reads atomic.Int64
+	reads  atomic.Int64
+	checks atomic.Int64
+}
+
+func (s *countingStore) SeatsInUse(ctx context.Context, screeningID string, seats []string) (taken, held []string, err error) {
+	s.checks.Add(1)
+	return s.Store.SeatsInUse(ctx, screeningID, seats)
+}
+
+func (s *countingStore) TakenSeats(ctx context.Context, screeningID string, seats []string) ([]string, error) {
+	s.checks.Add(1)
+	return s.Store.TakenSeats(ctx, screeningID, seats)
+}
+
+// newCountingService returns a service over a fresh countingStore, whose
+// strategy LockRedis is a fakeLocker.
+func newCountingService() (*reservation.Service, *countingStore) {
+	store := &countingStore{Store: memory.New()}
+	return reservation.NewService(store, reservation.Options{
+		Lockers:     map[reservation.Strategy]reservation.SeatLocker{reservation.LockRedis: &fakeLocker{}},
+		DefaultLock: reservation.LockRedis,
+	}), store
 }
 
 func (s *countingStore) Screening(ctx context.Context, id string) (reservation.Screening, error) {
@@ -27,12 +49,7 @@ func (s *countingStore) Screening(ctx context.Context, id string) (reservation.S
 // asked again every time, because it may be created later.
 func TestScreeningIsReadFromTheStoreOnce(t *testing.T) {
 	ctx := context.Background()
-	store := &countingStore{Store: memory.New()}
-	l := &fakeLocker{}
-	svc := reservation.NewService(store, reservation.Options{
-		Lockers:     map[reservation.Strategy]reservation.SeatLocker{reservation.LockRedis: l},
-		DefaultLock: reservation.LockRedis,
-	})
+	svc, store := newCountingService()
 	sc := reservation.Screening{
 		ID: "cached", Movie: "Nosferatu", StartsAt: time.Date(2030, 1, 1, 20, 0, 0, 0, time.UTC),
 		Rows: 2, SeatsPerRow: 3, Lock: reservation.LockRedis, Guard: reservation.GuardFence,

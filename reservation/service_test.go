@@ -342,3 +342,71 @@ func TestCreateScreeningValidates(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Without a payment, nothing happens between a check and the write, so a
+// booking leaves the check to the guarded write (one round trip to the
+// store) and still answers seat_taken before seat_held, naming the seats.
+// With a payment it checks first, so that nobody pays for seats that are
+// gone.
+func TestBookChecksSeatsOnlyWhenItPays(t *testing.T) {
+	ctx := context.Background()
+	svc, store := newCountingService()
+	free, err := svc.CreateScreening(ctx, reservation.NewScreening{Movie: "Metropolis", Rows: 3, SeatsPerRow: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delay := time.Millisecond
+	paid, err := svc.CreateScreening(ctx, reservation.NewScreening{Movie: "Nosferatu", Rows: 3, SeatsPerRow: 5, PaymentDelay: &delay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range []reservation.Screening{free, paid} {
+		if _, err := book(svc, sc.ID, "alice", "A2"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.HoldSeats(ctx, reservation.HoldRequest{ScreeningID: sc.ID, Seats: []string{"B1"}, Customer: "carol"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.checks.Store(0)
+
+	_, err = book(svc, free.ID, "bob", "B1", "A1", "A2")
+	var taken *reservation.SeatsTakenError
+	if !errors.As(err, &taken) || strings.Join(taken.Seats, ",") != "A2" {
+		t.Errorf("booking A2 (taken) and B1 (held): %v, want seat_taken naming A2", err)
+	}
+	_, err = book(svc, free.ID, "bob", "B1", "B2")
+	var held *reservation.SeatsHeldError
+	if !errors.As(err, &held) || strings.Join(held.Seats, ",") != "B1" {
+		t.Errorf("booking B1 (held): %v, want seat_held naming B1", err)
+	}
+	if n := store.checks.Load(); n != 0 {
+		t.Errorf("bookings without a payment read the seats %d times before writing, want 0", n)
+	}
+
+	if _, err = book(svc, paid.ID, "bob", "A2"); !errors.Is(err, reservation.ErrSeatTaken) {
+		t.Errorf("booking taken A2 of a paid screening: %v, want seat_taken", err)
+	}
+	if n := store.checks.Load(); n != 1 {
+		t.Errorf("a booking with a payment read the seats %d times before paying, want 1", n)
+	}
+	seatFree(t, svc, free.ID, "A1")
+	seatFree(t, svc, free.ID, "B2")
+}
+
+// A blind write (guard=off) refuses nothing, so a booking without a
+// payment must still check its seats: a seat booked before is refused, not
+// booked again. Only a race gets past the check.
+func TestBookChecksSeatsUnderGuardOff(t *testing.T) {
+	svc, _ := newService(t, &fakeLocker{}, reservation.Options{Demo: true})
+	sc, err := svc.CreateScreening(context.Background(), reservation.NewScreening{Movie: "M", Rows: 1, SeatsPerRow: 2, Guard: reservation.GuardOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := book(svc, sc.ID, "alice", "A1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := book(svc, sc.ID, "bob", "A1"); !errors.Is(err, reservation.ErrSeatTaken) {
+		t.Errorf("booking A1 again under guard=off, no payment: %v, want seat_taken", err)
+	}
+}

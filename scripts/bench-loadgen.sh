@@ -6,12 +6,15 @@
 #      number of connections;
 #   2. booking throughput: loadgen -scenario spread (default strategy) on one
 #      and on three API instances over Postgres, vs pgbench -N at the same
-#      concurrency;
+#      concurrency; and the CPU time each costs, per process, from /proc:
+#      the API instances' per confirmed booking, the Postgres backends' per
+#      booking (those connected to the bench database) and per pgbench
+#      transaction (sampled inside the run, without its start and end);
 #   3. parallelism: spread with a payment delay under keyed, redis,
 #      keyed+redis and global, on one instance over Postgres and over the
 #      in-memory store.
 #
-# Needs wrk, pgbench, createdb/dropdb, curl and jq, a Postgres and a Redis.
+# Needs wrk, pgbench, createdb/dropdb, ps, curl and jq, a Postgres and a Redis.
 # It creates two fresh databases and drops them at the end, and stops every
 # process it started (and only those).
 #
@@ -19,7 +22,7 @@
 #   PGURL_BASE  default postgres://postgres@127.0.0.1:5432  (trust auth)
 #   REDIS_URL   default redis://127.0.0.1:6379/0
 #   REPS        default 2    repetitions of every measurement (medians reported)
-#   DUR         default 8    seconds of each timed run (wrk, loadgen healthz, pgbench)
+#   DUR         default 8    seconds of each timed run (wrk, loadgen healthz, pgbench; at least 6)
 #   CLIENTS     default 64   connections / clients / pgbench clients
 #   DELAY       default 50ms payment delay of part 3
 #   BOOKINGS    default 5000 bookings per throughput run (part 2)
@@ -99,6 +102,29 @@ record() {
 	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$(cut -d' ' -f1 /proc/loadavg)" | tee -a "$results" >&2
 }
 
+# ticks PID...: user + system CPU time the processes have used, in clock
+# ticks, one "pid ticks" line each (processes gone are left out).
+ticks() {
+	local pid
+	for pid; do
+		[[ -r /proc/$pid/stat ]] && awk -v p="$pid" '{sub(/^.*\) /, ""); print p, $12 + $13}' "/proc/$pid/stat" 2>/dev/null
+	done
+	return 0
+}
+
+# backends DB: the pids of the Postgres backends connected to DB, from
+# their process titles ("postgres: 15/main: USER DB HOST(PORT) STATE"):
+# with pgbench's 64 connections open, psql may find no connection left.
+backends() {
+	ps -eo pid=,args= | awk -v db="$1" '$2 == "postgres:" && ($4 == db || $5 == db) {print $1}'
+}
+
+# cpu_us BEFORE AFTER: microseconds of CPU between two ticks listings; a
+# process missing from BEFORE started since, from 0.
+cpu_us() {
+	awk -v hz="$(getconf CLK_TCK)" 'FILENAME == ARGV[1] {t[$1] = $2; next} {sum += $2 - t[$1]} END {printf "%.0f", sum * 1e6 / hz}' "$1" "$2"
+}
+
 # loadgen_run PART NAME FIELD ARGS...: run loadgen with -json, keep the JSON,
 # record FIELD (a jq path) of the report. A verification failure aborts.
 loadgen_run() {
@@ -142,13 +168,44 @@ if [[ $parts == *" 2 "* ]]; then
 	createdb -h 127.0.0.1 -U postgres "$pgbench_db"
 	pgbench -h 127.0.0.1 -U postgres -i -s 10 -q "$pgbench_db" >"$out/pgbench-init.log" 2>&1
 	for ((r = 1; r <= reps; r++)); do
-		tps=$(pgbench -h 127.0.0.1 -U postgres -N -n -c "$clients" -j 2 -T "$dur" "$pgbench_db" 2>&1 | awk '/^tps/ {print $3}')
+		# The backends' CPU is sampled from the moment all are connected
+		# (64 connections take a second or two on a loaded machine) to about 3s
+		# before its end (they close at the end, and listing them takes a
+		# while on a loaded machine), and divided by the transactions of
+		# that window at the run's rate: pgbench's own connection set-up and
+		# tear-down stay out. A window that lost backends is not recorded.
+		pgbench -h 127.0.0.1 -U postgres -N -n -c "$clients" -j 2 -T "$dur" "$pgbench_db" >"$out/pgbench.txt" 2>&1 &
+		pgb=$!
+		sleep 1
+		for _ in $(seq 20); do
+			[[ $(backends "$pgbench_db" | wc -l) -ge $clients ]] && break
+			sleep 0.1
+		done
+		ticks $(backends "$pgbench_db") >"$out/pg.before"
+		t0=$(date +%s.%N)
+		sleep $((dur - 5))
+		ticks $(backends "$pgbench_db") >"$out/pg.after"
+		t1=$(date +%s.%N)
+		wait "$pgb"
+		tps=$(awk '/^tps/ {print $3}' "$out/pgbench.txt")
 		record tput pgbench-N "$tps"
+		if [[ -s $out/pg.before && $(wc -l <"$out/pg.after") -eq $(wc -l <"$out/pg.before") ]]; then
+			record cpu pgbench-N-postgres-us-per-tx "$(awk -v us="$(cpu_us "$out/pg.before" "$out/pg.after")" -v tps="$tps" -v t0="$t0" -v t1="$t1" 'BEGIN {printf "%.1f", us / (tps * (t1 - t0))}')"
+		else
+			echo "pgbench's backends changed during the CPU window; not recorded" >&2
+		fi
 		for bin in "${apis[@]}"; do
 			tag=$(basename "$bin")
 			for n in 1 3; do
 				start_apis "$bin" "$n" DATABASE_URL="$dburl"
+				ticks "${pids[@]}" >"$out/api.before"
+				ticks $(backends "$db") >"$out/pg.before"
 				loadgen_run tput "$tag-x$n" .confirmed_rps -targets "$targets" -scenario spread -clients "$clients" -requests "$bookings"
+				ticks "${pids[@]}" >"$out/api.after"
+				ticks $(backends "$db") >"$out/pg.after"
+				confirmed=$(jq -r .succeeded "$(ls -t "$out"/tput-"$tag-x$n"-*.json | head -1)")
+				record cpu "$tag-x$n-api-us-per-booking" "$(awk -v us="$(cpu_us "$out/api.before" "$out/api.after")" -v n="$confirmed" 'BEGIN {printf "%.1f", us / n}')"
+				record cpu "$tag-x$n-postgres-us-per-booking" "$(awk -v us="$(cpu_us "$out/pg.before" "$out/pg.after")" -v n="$confirmed" 'BEGIN {printf "%.1f", us / n}')"
 				stop_apis
 			done
 		done

@@ -68,6 +68,15 @@ func race(t *testing.T, targets []*instance, screeningID string, seats [][]strin
 	return out
 }
 
+// sameSeat is the seats of n bookings for race that all want the one seat.
+func sameSeat(n int, seat string) [][]string {
+	seats := make([][]string, n)
+	for i := range seats {
+		seats[i] = []string{seat}
+	}
+	return seats
+}
+
 // confirmed returns the bookings that were answered 201.
 func confirmed(out []outcome) []booking {
 	var bs []booking
@@ -87,11 +96,7 @@ func TestCluster(t *testing.T) {
 
 	t.Run("one hot seat over three instances is booked once", func(t *testing.T) {
 		s := createScreening(t, insts[0].url, `{"movie":"Hot","rows":1,"seats_per_row":4}`)
-		seats := make([][]string, 60)
-		for i := range seats {
-			seats[i] = []string{"A2"}
-		}
-		out := race(t, insts, s.ID, seats)
+		out := race(t, insts, s.ID, sameSeat(60, "A2"))
 		won := confirmed(out)
 		if len(won) != 1 {
 			t.Fatalf("%d bookings of one seat confirmed, want exactly 1", len(won))
@@ -176,14 +181,11 @@ func TestCluster(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := createScreening(t, insts[0].url, fmt.Sprintf(
 				`{"movie":"Strategy","rows":1,"seats_per_row":2,"lock":%q,"guard":%q,"payment_delay_ms":150}`, tc.lock, tc.guard))
-			seats := make([][]string, 2*tc.instances)
+			n := 2 * tc.instances
 			if tc.instances == 1 {
-				seats = make([][]string, 4)
+				n = 4
 			}
-			for i := range seats {
-				seats[i] = []string{"A1"}
-			}
-			won := confirmed(race(t, insts[:tc.instances], s.ID, seats))
+			won := confirmed(race(t, insts[:tc.instances], s.ID, sameSeat(n, "A1")))
 			switch {
 			case tc.doubles && len(won) < 2:
 				t.Errorf("%d confirmed, want the seat booked twice or more: this strategy is unsafe here", len(won))

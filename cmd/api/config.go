@@ -40,6 +40,7 @@ type config struct {
 	Healthcheck bool
 
 	MaxScreenings int     // most screenings the store may hold
+	PprofAddr     string  // listen address of the profiling endpoints; empty: none
 	WriteRate     float64 // writes a second this instance accepts; 0: no bound
 
 	// The lock backends beyond Redis (see openOtherLockers).
@@ -107,6 +108,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	env["max-screenings"], hint["max-screenings"] = "MAX_SCREENINGS", "want a whole number"
 	fs.Float64Var(&cfg.WriteRate, "write-rate", 0, "most writes (POST, DELETE) a second this instance accepts, all clients together; beyond it 429 rate_limited; 0 means no bound (env WRITE_RATE)")
 	env["write-rate"], hint["write-rate"] = "WRITE_RATE", "want a number of writes a second, such as 200 or 0.5"
+	str(&cfg.PprofAddr, "pprof-addr", "PPROF_ADDR", "", "listen address of Go's profiling endpoints (/debug/pprof/), a loopback address such as 127.0.0.1:6060; empty means none")
 	str(&cfg.AdminToken, "admin-token", "ADMIN_TOKEN", "", "bearer token that POST /v1/screenings requires; empty means none")
 	str(&cfg.LockDir, "lock-dir", "LOCK_DIR", filepath.Join(os.TempDir(), "seatlock-locks"), "directory of the file strategy's lock files (one host only)")
 	str(&redlockURLs, "redlock-urls", "REDLOCK_URLS", "", "comma-separated Redis URLs of independent servers for the redlock strategy; empty means no redlock")
@@ -222,6 +224,9 @@ func (c config) validate() error {
 	}
 	if strings.TrimSpace(c.Addr) == "" {
 		return errors.New("ADDR is empty")
+	}
+	if c.PprofAddr != "" && !loopbackAddr(c.PprofAddr) {
+		return fmt.Errorf("PPROF_ADDR %q must be a loopback address such as 127.0.0.1:6060: profiles show the program's insides", c.PprofAddr)
 	}
 	if c.LockTTL < minLockTTL {
 		return fmt.Errorf("LOCK_TTL %v is below %v", c.LockTTL, minLockTTL)

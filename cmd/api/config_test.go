@@ -112,6 +112,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"negative write rate", nil, map[string]string{"WRITE_RATE": "-1"}, "WRITE_RATE"},
 		{"write rate not a number", nil, map[string]string{"WRITE_RATE": "NaN"}, "WRITE_RATE"},
 		{"infinite write rate", []string{"-write-rate", "+Inf"}, nil, "WRITE_RATE"},
+		{"pprof on every interface", nil, map[string]string{"PPROF_ADDR": ":6060"}, "PPROF_ADDR"},
+		{"pprof on a public address", []string{"-pprof-addr", "0.0.0.0:6060"}, nil, "PPROF_ADDR"},
 		{"unknown flag", []string{"-nope"}, nil, "nope"},
 		{"positional argument", []string{"serve"}, nil, "serve"},
 	} {

@@ -1,13 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/seatlock/seatlock/internal/testenv"
 )
 
 // sse is an open event stream: lines arrive on lines until the test ends.
@@ -19,30 +18,7 @@ type sse struct {
 // waits for its snapshot.
 func openEvents(t *testing.T, base, screeningID string) *sse {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/screenings/"+screeningID+"/events", nil)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	if res.StatusCode != http.StatusOK {
-		cancel()
-		res.Body.Close()
-		t.Fatalf("event stream: status %d", res.StatusCode)
-	}
-	lines := make(chan string, 64)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		defer close(lines)
-		sc := bufio.NewScanner(res.Body)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	})
-	t.Cleanup(func() { cancel(); res.Body.Close(); wg.Wait() })
-	s := &sse{lines: lines}
+	s := &sse{lines: testenv.EventStream(t, base+"/v1/screenings/"+screeningID+"/events")}
 	s.await(t, "event: snapshot", 5*time.Second)
 	return s
 }

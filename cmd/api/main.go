@@ -107,6 +107,13 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		return healthcheck(ctx, cfg.Addr, stdout)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	if cfg.PprofAddr != "" {
+		ln, err := net.Listen("tcp", cfg.PprofAddr)
+		if err != nil {
+			return err
+		}
+		defer startPprof(ln, logger)()
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	lockMetrics, err := locking.NewMetrics(reg, logger)

@@ -17,11 +17,7 @@ func TestPostgresXact(t *testing.T) {
 	if sc.Lock != "postgres-xact" {
 		t.Fatalf("screening lock %q, want postgres-xact", sc.Lock)
 	}
-	seats := make([][]string, 10)
-	for i := range seats {
-		seats[i] = []string{"B2"}
-	}
-	out := race(t, insts, sc.ID, seats)
+	out := race(t, insts, sc.ID, sameSeat(10, "B2"))
 	won := confirmed(out)
 	if len(won) != 1 {
 		t.Fatalf("%d bookings of B2 confirmed, want 1: %+v", len(won), out)

@@ -137,15 +137,8 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 	fs.StringVar(&cfg.faultsFile, "faults", "", "file of fault windows, one JSON line each ({\"name\",\"start\",\"end\"}, RFC 3339), appended by whoever injects faults; read after the run and marked on its timeline")
 	fs.IntVar(&cfg.watchers, "watchers", 0, "open this many seat-map event streams on the run's screenings during the run, and count their events")
 
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printUsage(fs, name, stderr)
-			return config{}, flag.ErrHelp
-		}
-		return config{}, usagef("%v (see %s -h)", err, name)
-	}
-	if fs.NArg() > 0 {
-		return config{}, usagef("unexpected argument %q (see %s -h)", fs.Arg(0), name)
+	if err := parseArgs(fs, args, stderr); err != nil {
+		return config{}, err
 	}
 
 	set := map[string]bool{}
@@ -234,6 +227,31 @@ func parseTargets(s string) ([]string, error) {
 		return nil, usagef("-targets: no target given")
 	}
 	return targets, nil
+}
+
+// parseArgs parses the flags of a command, fs named after it ("loadgen
+// payments"): -h prints its usage and returns flag.ErrHelp; a bad flag or
+// an argument after the flags is a usage error.
+func parseArgs(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(fs, fs.Name(), stderr)
+			return flag.ErrHelp
+		}
+		return usagef("%v (see %s -h)", err, fs.Name())
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q (see %s -h)", fs.Arg(0), fs.Name())
+	}
+	return nil
+}
+
+// serverFlags returns the flag set of a subcommand that serves on -addr
+// (payments, gate), silent like parseFlags' own, and its -addr flag.
+func serverFlags(name, defaultAddr string) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs, fs.String("addr", defaultAddr, "listen address")
 }
 
 func printUsage(fs *flag.FlagSet, name string, w io.Writer) {

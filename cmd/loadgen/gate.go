@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -23,11 +22,9 @@ import (
 // instance's next charge (or write) waits in the gate, for exactly as long
 // as the lab wants, while the instance believes it has been sent.
 func runGate(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("loadgen gate", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	addr := fs.String("addr", "127.0.0.1:9101", "listen address")
+	fs, addr := serverFlags("loadgen gate", "127.0.0.1:9101")
 	to := fs.String("to", "", "host:port to forward to (required)")
-	if err := parseSubcommand(fs, args, stderr); err != nil {
+	if err := parseArgs(fs, args, stderr); err != nil {
 		return err
 	}
 	if *to == "" {

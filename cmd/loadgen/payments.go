@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -18,11 +16,9 @@ import (
 // with PAYMENT_URL, and loadgen at it with -payments, to count what the
 // locks protect: overlapping charges for one seat, and refunds.
 func runPayments(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("loadgen payments", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	addr := fs.String("addr", "127.0.0.1:9100", "listen address")
+	fs, addr := serverFlags("loadgen payments", "127.0.0.1:9100")
 	check := fs.Bool("check-fences", false, "refuse a charge whose fencing token is older than the newest seen for its seat (409 stale_fence)")
-	if err := parseSubcommand(fs, args, stderr); err != nil {
+	if err := parseArgs(fs, args, stderr); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", *addr)
@@ -52,23 +48,6 @@ func runPayments(ctx context.Context, args []string, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "payments: %d charges, %d refunds, %d overlaps, %d refused stale, at most %d at once for one seat\n",
 		s.Charges, s.Refunds, s.Overlaps, s.RefusedStale, s.MaxConcurrent)
 	return err
-}
-
-// parseSubcommand parses the flags of a subcommand, fs named after it
-// ("loadgen payments"): -h prints its usage and returns flag.ErrHelp; a
-// bad flag or an argument after the flags is a usage error.
-func parseSubcommand(fs *flag.FlagSet, args []string, stderr io.Writer) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printUsage(fs, fs.Name(), stderr)
-			return flag.ErrHelp
-		}
-		return usagef("%v (see %s -h)", err, fs.Name())
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q (see %s -h)", fs.Arg(0), fs.Name())
-	}
-	return nil
 }
 
 // paymentCounts are the provider's counts for one run: the difference of

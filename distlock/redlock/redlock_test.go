@@ -99,7 +99,8 @@ func TestMinorityDown(t *testing.T) {
 								errs <- fmt.Errorf("Obtain: %w", err)
 								return
 							}
-							if stopped.Load() {
+							stoppedBefore := stopped.Load()
+							if stoppedBefore {
 								after.Add(1)
 							}
 							if inside.Add(1) != 1 {
@@ -115,8 +116,15 @@ func TestMinorityDown(t *testing.T) {
 							counter.Store(c + 1)
 							inside.Add(-1)
 							if err := lock.Release(ctx); err != nil {
-								errs <- fmt.Errorf("Release: %w", err)
-								return
+								// A lock granted by just a quorum that
+								// included the nodes stopped while it was
+								// held is left on less than a quorum:
+								// Release can only say so. Any other
+								// failure is one.
+								if stoppedBefore || !stopped.Load() || !errors.Is(err, redlock.ErrUnavailable) {
+									errs <- fmt.Errorf("Release: %w", err)
+									return
+								}
 							}
 							if done.Add(1) == int32(sections/3) {
 								for _, s := range servers[:tc.stop] {

@@ -13,6 +13,10 @@
 // ends with one line that says how many were skipped and how to run them:
 //
 //	func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
+//
+// It also has what the tests of a running API share: LogWatcher reads its
+// log for the address it listens on, EventStream reads one of its live
+// event streams line by line.
 package testenv
 
 import (
@@ -35,12 +39,53 @@ import (
 	tcredis "github.com/testcontainers/testcontainers-go/modules/redis"
 )
 
-// containers keeps the containers started for this test binary, so that
-// every test of a package shares one of each. They are reaped by
-// testcontainers' own reaper when the binary exits.
-var containers struct {
-	sync.Mutex
-	redis, postgres string
+// A server is a real server that integration tests need: the one the
+// first of env that is set names, else a container started for this test
+// binary, so that every test of a package shares one. Containers are
+// reaped by testcontainers' own reaper when the binary exits.
+type server struct {
+	what    string   // "Redis", for the skip message
+	env     []string // the variables that name one, first set wins
+	example string   // how to name one, for the skip message
+	start   func() (string, error)
+
+	mu  sync.Mutex // guards url: one container, even for parallel tests
+	url string     // the started container's; empty until one started
+}
+
+var (
+	redisServer = &server{
+		what:    "Redis",
+		env:     []string{"TEST_REDIS_URL", "REDIS_URL"},
+		example: "TEST_REDIS_URL=redis://127.0.0.1:6379/0",
+		start:   startRedis,
+	}
+	postgresServer = &server{
+		what:    "Postgres",
+		env:     []string{"TEST_DATABASE_URL", "DATABASE_URL"},
+		example: "TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test",
+		start:   startPostgres,
+	}
+)
+
+// URL returns the server's URL, or skips t (fails it under
+// REQUIRE_INTEGRATION=1) when there is none. A container that failed to
+// start is tried again by the next test.
+func (s *server) URL(t testing.TB) string {
+	t.Helper()
+	if u := firstEnv(s.env...); u != "" {
+		return u
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.url == "" {
+		u, err := s.start()
+		if err != nil {
+			unavailable(t, s.what, s.example, err)
+		}
+		s.url = u
+	}
+	return s.url
 }
 
 // RedisURL returns the URL of a real Redis server for t. Tests that share
@@ -48,38 +93,14 @@ var containers struct {
 // packages run in parallel against the same server.
 func RedisURL(t testing.TB) string {
 	t.Helper()
-	if u := firstEnv("TEST_REDIS_URL", "REDIS_URL"); u != "" {
-		return u
-	}
-	containers.Lock()
-	defer containers.Unlock()
-	if containers.redis == "" {
-		u, err := startRedis()
-		if err != nil {
-			unavailable(t, "Redis", "TEST_REDIS_URL=redis://127.0.0.1:6379/0", err)
-		}
-		containers.redis = u
-	}
-	return containers.redis
+	return redisServer.URL(t)
 }
 
 // PostgresURL returns the URL of a real Postgres server for t, pointing at
 // a database that other tests share. Use NewDatabase for a private one.
 func PostgresURL(t testing.TB) string {
 	t.Helper()
-	if u := firstEnv("TEST_DATABASE_URL", "DATABASE_URL"); u != "" {
-		return u
-	}
-	containers.Lock()
-	defer containers.Unlock()
-	if containers.postgres == "" {
-		u, err := startPostgres()
-		if err != nil {
-			unavailable(t, "Postgres", "TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test", err)
-		}
-		containers.postgres = u
-	}
-	return containers.postgres
+	return postgresServer.URL(t)
 }
 
 // NewDatabase creates an empty database on the Postgres server of

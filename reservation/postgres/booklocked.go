@@ -230,8 +230,10 @@ func (t *lockedTx) book(ctx context.Context, w reservation.Write) error {
 			return fmt.Errorf("postgres: book locked: seat %q was not locked: %w", seat, reservation.ErrInvalid)
 		}
 	}
+	// Inside the transaction nothing commits before commit: a failure
+	// here is never in doubt.
 	if err := book(ctx, t.tx, w); err != nil {
-		return err
+		return bookError(err)
 	}
 	err := commit(ctx, t.tx, "book locked")
 	t.free()

@@ -21,7 +21,7 @@
 // against the committed row and finds the seat taken. Only rows that pass
 // are returned, so fewer rows back than seats asked means "refused": the
 // store rolls the whole transaction back (the booking and any seats it did
-// get) and reports which seats were taken or that its token was stale. Seat
+// get) and reports which seats were taken or held, or that its token was stale. Seat
 // rows are created by the first booking of a seat, so a screening with
 // thousands of seats costs nothing until it sells.
 //
@@ -61,9 +61,14 @@
 //
 // # Round trips
 //
-// Book is one transaction of three round trips whatever the number of seats:
-// begin, one pgx.Batch with the booking's insert and the seats' upsert (the
-// seats passed as arrays and unnested), commit. Cancel is one statement.
+// Book is one statement, so one round trip, whatever the number of seats:
+// SELECT book_seats(...), a PL/pgSQL function (migration 0003) that inserts
+// the booking and upserts its seats (passed as arrays and unnested) through
+// the guard. When the guard refuses a seat, the function raises an error
+// naming the seats taken or held (or a stale fence), which undoes the whole
+// statement: the booking and the seats it did get. Alone, the statement is
+// its own transaction, committed by the server; in XactLocker's
+// transaction, it is part of that one. Cancel is one statement.
 //
 //	store, err := postgres.Open(ctx, os.Getenv("DATABASE_URL"), postgres.Options{})
 //	if err != nil {

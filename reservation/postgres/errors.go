@@ -58,6 +58,16 @@ func commit(ctx context.Context, tx pgx.Tx, op string) error {
 	return fmt.Errorf("postgres: %s: %w: %w", op, reservation.ErrWriteInDoubt, err)
 }
 
+// sentUnanswered reports whether err is the failure of a statement that
+// was sent and never answered: the connection died, or ctx ended, while
+// the server worked. A statement that commits by itself (one sent outside
+// a transaction) may then have committed. An error the server answered,
+// or one from before anything was sent, is no such failure.
+func sentUnanswered(err error) bool {
+	var pgErr *pgconn.PgError
+	return !errors.As(err, &pgErr) && !pgconn.SafeToRetry(err)
+}
+
 // unavailable reports whether err says that the server could not be reached,
 // refused the connection, or went away, rather than that it refused the
 // statement. A connection that cannot be had is checked first: its error

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seatlock/seatlock/reservation"
@@ -48,9 +49,9 @@ type Options struct {
 // DefaultMaxConns is the pool size when neither Options.MaxConns nor the
 // URL's pool_max_conns sets one. pgxpool's own default, 4 (or the number of
 // CPUs if more), is too small for the booking API: each booking holds a
-// connection only briefly, but it takes one twice (the taken seats, then
-// the write's transaction of three round trips), and with tens of bookings
-// in flight four connections become the queue every booking waits in
+// connection only briefly (one statement, or two with a payment: the seat
+// check, then the write), and with tens of bookings in flight four
+// connections become the queue every booking waits in
 // (measured in docs/benchmarks-loadgen.md). It is small so that many
 // stores (the test suites running side by side) fit in Postgres's default
 // max_connections of 100; a busy instance wants more (docs/backends.md:
@@ -233,104 +234,93 @@ INSERT INTO bookings (id, screening_id, customer, seats, status, token_hash, cre
                       idem_key_hash, idem_request_hash, idem_sealed_token, idem_created_at)
 VALUES ($1, $2, $3, $4, 'confirmed', $5, $6, $7, $8, $9, $10)`
 
-// upsertSeatsFenced is the write guard. Each seat row is created if the seat
-// was never written, else updated only if the seat is free (no booking, no
-// live hold) and the write's fence (when not 0) is newer than the seat's. A row whose WHERE fails is
-// not returned, so fewer rows back than seats asked means the guard refused.
-// The seats are written in sorted order, so two bookings that share seats
-// wait for each other's row locks in one order and cannot deadlock.
-const upsertSeatsFenced = `
-INSERT INTO seats (screening_id, seat, booking_id, fence)
-SELECT $1::text, w.seat, $2::uuid, w.fence
-FROM unnest($3::text[], $4::bigint[]) AS w (seat, fence)
-ORDER BY w.seat
-ON CONFLICT (screening_id, seat) DO UPDATE
-    SET booking_id = excluded.booking_id,
-        fence = GREATEST(seats.fence, excluded.fence),
-        hold_id = NULL, hold_expires_at = NULL
-    WHERE seats.booking_id IS NULL
-      AND (seats.hold_id IS NULL OR seats.hold_expires_at <= clock_timestamp())
-      AND (excluded.fence = 0 OR seats.fence < excluded.fence)
-RETURNING seat`
-
-// upsertSeatsBlind is the write of GuardOff: the same upsert with no WHERE,
-// so the last writer wins, over a booking or a hold. It still keeps the
-// highest fence it has seen.
-const upsertSeatsBlind = `
-INSERT INTO seats (screening_id, seat, booking_id, fence)
-SELECT $1::text, w.seat, $2::uuid, w.fence
-FROM unnest($3::text[], $4::bigint[]) AS w (seat, fence)
-ORDER BY w.seat
-ON CONFLICT (screening_id, seat) DO UPDATE
-    SET booking_id = excluded.booking_id,
-        fence = GREATEST(seats.fence, excluded.fence),
-        hold_id = NULL, hold_expires_at = NULL
-RETURNING seat`
+// bookSeats is the whole of Book in one statement: the function book_seats
+// of migration 0003 inserts the booking and upserts its seats through the
+// guard, and raises an error that undoes both when the guard refuses a seat
+// (see bookError).
+const bookSeats = `SELECT book_seats($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 
 // Book writes a confirmed booking and gives it its seats, all or nothing,
-// in one transaction of three round trips: begin, one batch with the
-// booking's insert and the seats' upsert, commit.
+// in one statement and so in one round trip: its own implicit transaction,
+// committed by the server when the statement succeeds.
 //
 // With reservation.GuardFence every seat must be free and, when the write
 // carries a fence for it, that fence must be greater than the seat's last
 // one. When some seats are taken it returns a *reservation.SeatsTakenError
 // naming them, in the order of the booking's seats, even if other seats are
-// stale too; else, when a fence is stale, reservation.ErrStaleToken. With
-// reservation.GuardOff the seats are given away whatever held them.
+// stale too; else, when some are held by a live hold, a
+// *reservation.SeatsHeldError; else, when a fence is stale,
+// reservation.ErrStaleToken. With reservation.GuardOff the seats are given
+// away whatever held them.
 //
 // It also returns reservation.ErrNotFound for an unknown screening,
 // reservation.ErrConflict when the booking id or the idempotency key was used
 // before, reservation.ErrInvalid for a malformed write (a booking id that is
 // not a uuid, no seats or a seat twice, an unknown guard), and
 // reservation.ErrUnavailable when the database cannot be reached. Nothing is
-// written when it fails.
+// written when it fails, but for reservation.ErrWriteInDoubt (which is
+// also ErrUnavailable): the statement was sent and no answer came back (the
+// connection died, ctx ended), so it may have committed.
 func (s *Store) Book(ctx context.Context, w reservation.Write) error {
 	if err := w.Validate(); err != nil {
 		return err
 	}
-	tx, err := s.pool.Begin(ctx)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return translate("book", err)
 	}
-	defer tx.Rollback(ctx) // after Commit, a no-op
-	if err := book(ctx, tx, w); err != nil {
-		return err
+	defer conn.Release()
+	err = book(ctx, conn, w)
+	if err != nil && sentUnanswered(err) {
+		// Alone, the statement is its own transaction: sent and not
+		// answered, it may have committed.
+		return fmt.Errorf("postgres: book: %w: %w", reservation.ErrWriteInDoubt, err)
 	}
-	return commit(ctx, tx, "book")
+	return bookError(err)
 }
 
-// book writes a validated w inside tx, in one batch, and leaves tx to the
-// caller: commit on success, roll back on error. Its errors are those of
-// Book, already translated.
-func book(ctx context.Context, tx pgx.Tx, w reservation.Write) error {
+// execer is what book needs of a connection or a transaction.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// book writes a validated w through q: on a connection, in a transaction
+// of its own; in a transaction, as part of it, which the caller then
+// commits (on success) or rolls back. It returns the driver's error, for
+// bookError to translate.
+func book(ctx context.Context, q execer, w reservation.Write) error {
 	b := w.Booking
 	fences := make([]int64, len(b.Seats))
 	for i, seat := range b.Seats {
 		fences[i] = w.Fences[seat]
-	}
-	upsert := upsertSeatsFenced
-	if w.Guard == reservation.GuardOff {
-		upsert = upsertSeatsBlind
 	}
 	var idemKey, idemRequest, idemSealed []byte
 	var idemAt *time.Time
 	if rec := w.Idempotency; rec != nil {
 		idemKey, idemRequest, idemSealed, idemAt = rec.KeyHash, rec.RequestHash, rec.SealedToken, &rec.CreatedAt
 	}
+	_, err := q.Exec(ctx, bookSeats, b.ID, b.ScreeningID, b.Customer, b.Seats, fences, w.TokenHash, b.CreatedAt,
+		idemKey, idemRequest, idemSealed, idemAt, w.Guard == reservation.GuardOff)
+	return err
+}
 
-	batch := &pgx.Batch{}
-	batch.Queue(insertBooking, b.ID, b.ScreeningID, b.Customer, b.Seats, w.TokenHash, b.CreatedAt,
-		idemKey, idemRequest, idemSealed, idemAt)
-	batch.Queue(upsert, b.ScreeningID, b.ID, b.Seats, fences)
-	results := tx.SendBatch(ctx, batch)
-	written, err := bookResults(results)
-	if err != nil {
+// bookError turns an error of book into the errors of Book: the error
+// book_seats raises when its guard refuses a seat becomes the domain's
+// refusal, anything else is translated.
+func bookError(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
 		return translate("book", err)
 	}
-	if len(written) < len(b.Seats) {
-		return refusal(ctx, tx, b.ScreeningID, b.Seats, written)
+	switch pgErr.Code {
+	case "SLTKN":
+		return &reservation.SeatsTakenError{Seats: strings.Split(pgErr.Detail, ",")}
+	case "SLHLD":
+		return &reservation.SeatsHeldError{Seats: strings.Split(pgErr.Detail, ",")}
+	case "SLSTL":
+		return fmt.Errorf("postgres: book: %w", reservation.ErrStaleToken)
 	}
-	return nil
+	return translate("book", err)
 }
 
 // bookResults reads the answers to Book's batch: the seats the upsert wrote.

@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # Lab 0 (docs/workshop/00-setup.md): build, a fresh database, one instance,
 # the seat map, a booking, a conflict, a cancellation.
-set -eu
-cd "$(dirname "$0")/../../.."
-source docs/workshop/labs/lib.sh
-trap 'lab_cleanup; rm -rf "$LAB_DIR"' EXIT
-lab_check_sync docs/workshop/labs/00.sh docs/workshop/00-setup.md
+source "$(dirname "$0")/lib.sh" || exit
+lab_script docs/workshop/00-setup.md
 
 lab_build # lab
 DB=$(lab_db) # lab

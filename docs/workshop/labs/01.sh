@@ -2,11 +2,8 @@
 # Lab 1 (docs/workshop/01-race.md): no lock, no guard, a payment delay,
 # hot seats: loadgen must report double bookings, and the map must show
 # fewer bookings than customers were promised.
-set -eu
-cd "$(dirname "$0")/../../.."
-source docs/workshop/labs/lib.sh
-trap 'lab_cleanup; rm -rf "$LAB_DIR"' EXIT
-lab_check_sync docs/workshop/labs/01.sh docs/workshop/01-race.md
+source "$(dirname "$0")/lib.sh" || exit
+lab_script docs/workshop/01-race.md
 
 lab_build # lab
 DB=$(lab_db) # lab

@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # Lab 2 (docs/workshop/02-global-lock.md): one mutex for the whole process
 # is correct (hot: clean) but serial (spread: parallelism about 1).
-set -eu
-cd "$(dirname "$0")/../../.."
-source docs/workshop/labs/lib.sh
-trap 'lab_cleanup; rm -rf "$LAB_DIR"' EXIT
-lab_check_sync docs/workshop/labs/02.sh docs/workshop/02-global-lock.md
+source "$(dirname "$0")/lib.sh" || exit
+lab_script docs/workshop/02-global-lock.md
 
 lab_build # lab
 DB=$(lab_db) # lab

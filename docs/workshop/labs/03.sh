@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # Lab 3 (docs/workshop/03-keyed-lock.md): one mutex per seat is correct
 # and parallel on one instance; the naive keyed mutex lets two holders in.
-set -eu
-cd "$(dirname "$0")/../../.."
-source docs/workshop/labs/lib.sh
-trap 'lab_cleanup; rm -rf "$LAB_DIR"' EXIT
-lab_check_sync docs/workshop/labs/03.sh docs/workshop/03-keyed-lock.md
+source "$(dirname "$0")/lib.sh" || exit
+lab_script docs/workshop/03-keyed-lock.md
 
 lab_build # lab
 DB=$(lab_db) # lab

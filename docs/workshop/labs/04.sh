@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # Lab 4 (docs/workshop/04-scale-out.md): three instances on one database.
 # keyed with guard=off double-books across them; keyed+redis does not.
-set -eu
-cd "$(dirname "$0")/../../.."
-source docs/workshop/labs/lib.sh
-trap 'lab_cleanup; rm -rf "$LAB_DIR"' EXIT
-lab_check_sync docs/workshop/labs/04.sh docs/workshop/04-scale-out.md
+source "$(dirname "$0")/lib.sh" || exit
+lab_script docs/workshop/04-scale-out.md
 
 lab_build # lab
 DB=$(lab_db) # lab

@@ -2,11 +2,8 @@
 # Lab 5 (docs/workshop/05-redis-lock.md): the Redis lock built step by
 # step against the real Redis, each step's failure shown; then distlock's
 # examples.
-set -eu
-cd "$(dirname "$0")/../../.."
-source docs/workshop/labs/lib.sh
-trap 'lab_cleanup; rm -rf "$LAB_DIR"' EXIT
-lab_check_sync docs/workshop/labs/05.sh docs/workshop/05-redis-lock.md
+source "$(dirname "$0")/lib.sh" || exit
+lab_script docs/workshop/05-redis-lock.md
 
 echo "$REDIS_URL" # lab
 go run ./docs/workshop/redisteps/step1-setnx | tee "$LAB_DIR/1.txt" # lab

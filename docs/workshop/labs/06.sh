@@ -5,11 +5,8 @@
 # customers are confirmed and one silently loses the seat; a provider that
 # checks fences refuses the paused holder's late charge; the fencing
 # example.
-set -eu
-cd "$(dirname "$0")/../../.."
-source docs/workshop/labs/lib.sh
-trap 'lab_cleanup; rm -rf "$LAB_DIR"' EXIT
-lab_check_sync docs/workshop/labs/06.sh docs/workshop/06-leases-fencing.md
+source "$(dirname "$0")/lib.sh" || exit
+lab_script docs/workshop/06-leases-fencing.md
 
 lab_build # lab
 DB=$(lab_db) # lab

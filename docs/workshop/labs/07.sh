@@ -2,11 +2,8 @@
 # Lab 7 (docs/workshop/07-backends.md): every backend behind one interface,
 # side by side: Postgres advisory locks, Redlock over three Redis servers,
 # file locks, and ZooKeeper when it is installed.
-set -eu
-cd "$(dirname "$0")/../../.."
-source docs/workshop/labs/lib.sh
-trap 'lab_cleanup; rm -rf "$LAB_DIR"' EXIT
-lab_check_sync docs/workshop/labs/07.sh docs/workshop/07-backends.md
+source "$(dirname "$0")/lib.sh" || exit
+lab_script docs/workshop/07-backends.md
 
 lab_build # lab
 DB=$(lab_db) # lab

@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # Lab 8 (docs/workshop/08-observing.md): lock wait and hold times in the
 # metrics, and one table comparing every strategy.
-set -eu
-cd "$(dirname "$0")/../../.."
-source docs/workshop/labs/lib.sh
-trap 'lab_cleanup; rm -rf "$LAB_DIR"' EXIT
-lab_check_sync docs/workshop/labs/08.sh docs/workshop/08-observing.md
+source "$(dirname "$0")/lib.sh" || exit
+lab_script docs/workshop/08-observing.md
 
 lab_build # lab
 DB=$(lab_db) # lab

@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # Lab 9 (docs/workshop/09-beyond-locks.md): an idempotent retry, and a
 # conditional write that is safe with no lock at all.
-set -eu
-cd "$(dirname "$0")/../../.."
-source docs/workshop/labs/lib.sh
-trap 'lab_cleanup; rm -rf "$LAB_DIR"' EXIT
-lab_check_sync docs/workshop/labs/09.sh docs/workshop/09-beyond-locks.md
+source "$(dirname "$0")/lib.sh" || exit
+lab_script docs/workshop/09-beyond-locks.md
 
 lab_build # lab
 DB=$(lab_db) # lab

@@ -4,11 +4,8 @@
 # charge overlaps the next holder's, then the same pause refused by a
 # provider that checks fencing tokens; the fenced write keeps the seat
 # right in both.
-set -eu
-cd "$(dirname "$0")/../../.."
-source docs/workshop/labs/lib.sh
-trap 'lab_cleanup; rm -rf "$LAB_DIR"' EXIT
-lab_check_sync docs/workshop/labs/10.sh docs/workshop/10-redlock.md
+source "$(dirname "$0")/lib.sh" || exit
+lab_script docs/workshop/10-redlock.md
 
 lab_build # lab
 DB=$(lab_db) # lab

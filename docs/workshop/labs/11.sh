@@ -6,11 +6,8 @@
 # bookable after it (fencing tokens carry the server's clock). Then a
 # Sentinel failover under load, its window marked on loadgen's timeline.
 # Then a Redis whose clock runs 4x fast, and Redlock with one such node.
-set -eu
-cd "$(dirname "$0")/../../.."
-source docs/workshop/labs/lib.sh
-trap 'lab_cleanup; rm -rf "$LAB_DIR"' EXIT
-lab_check_sync docs/workshop/labs/11.sh docs/workshop/11-faults.md
+source "$(dirname "$0")/lib.sh" || exit
+lab_script docs/workshop/11-faults.md
 
 lab_build # lab
 DB=$(lab_db) # lab

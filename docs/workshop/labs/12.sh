@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # Lab 12 (docs/workshop/12-holds.md): locks around a payment against holds
 # that expire by themselves, and best available under contention.
-set -eu
-cd "$(dirname "$0")/../../.."
-source docs/workshop/labs/lib.sh
-trap 'lab_cleanup; rm -rf "$LAB_DIR"' EXIT
-lab_check_sync docs/workshop/labs/12.sh docs/workshop/12-holds.md
+source "$(dirname "$0")/lib.sh" || exit
+lab_script docs/workshop/12-holds.md
 
 lab_build # lab
 DB=$(lab_db) # lab

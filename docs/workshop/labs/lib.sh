@@ -40,9 +40,13 @@
 #   lab_wait_log NAME REGEX
 #                          wait up to 10 s for a line of NAME's log to match
 #   lab_cleanup            stop everything started above, drop the databases
+#   lab_script TEXT        (what every lab script calls first; not for a terminal)
+#                          set -eu, work from the repository root, clean up
+#                          on exit, and refuse to run if the script's "# lab"
+#                          lines are not all in TEXT
 #
-# It changes no shell option: the lab scripts set -eu themselves, and your
-# interactive shell stays as it was.
+# Sourcing it changes no shell option: your interactive shell stays as it
+# was; only lab_script, which the lab scripts call, sets -eu.
 
 LAB_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 LAB_DIR=${LAB_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/seatlock-lab.XXXXXX")}
@@ -105,7 +109,7 @@ lab_redis() {
 	# server exits at once, and another port is tried.
 	for _ in 1 2 3; do
 		port=$(lab_free_port)
-		env "$@" redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+		env "$@" redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$LAB_DIR" \
 			>"$LAB_DIR/redis-$port.log" 2>&1 </dev/null &
 		pid=$!
 		echo "$pid redis-$port" >>"$LAB_DIR/pids"
@@ -129,7 +133,7 @@ lab_redis_restart() {
 	# In a subshell, so that the server is not a child of the lab's shell
 	# (whose wait would wait for it too).
 	(
-		redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+		redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$LAB_DIR" \
 			>>"$LAB_DIR/redis-$port.log" 2>&1 </dev/null &
 		echo "$! redis-$port" >>"$LAB_DIR/pids"
 	)
@@ -281,6 +285,15 @@ lab_cleanup() {
 		done <"$LAB_DIR/databases"
 		rm -f "$LAB_DIR/databases"
 	fi
+}
+
+lab_script() {
+	local script
+	set -eu
+	script=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+	cd "$LAB_REPO"
+	trap 'lab_cleanup; rm -rf "$LAB_DIR"' EXIT
+	lab_check_sync "$script" "$1"
 }
 
 # lab_check_sync fails when a line of the lab script that ends in "# lab" is
