@@ -117,6 +117,9 @@
 //   - Replication is asynchronous. If the primary fails after granting a
 //     lock but before a replica received the write, the promoted replica
 //     does not know the lock, and grants it again. Two holders, both sure.
+//     RedisOptions.WaitReplicas makes a grant wait for replicas to
+//     acknowledge it (Redis WAIT), which closes that window for the
+//     replicas that did; it is not a consensus (see its comment).
 //   - A restart without persistence loses every lock key and every fence
 //     counter. The locks granted before are forgotten (a second holder may
 //     get one at once), but fencing tokens go on increasing, because they

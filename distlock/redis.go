@@ -69,6 +69,52 @@ type RedisOptions struct {
 	// Observer, if not nil, is told of every renewal the watchdog makes
 	// and of every held lock found lost, for metrics. Nil observes nothing.
 	Observer RenewalObserver
+
+	// WaitReplicas, when above 0, turns on replica-acknowledged acquires:
+	// after the keys are taken, Obtain sends WAIT on the same connection
+	// and grants the lock only once that many replicas of the primary
+	// have acknowledged the acquire (lock keys and fence counters). If
+	// fewer do within WaitTimeout, it releases the keys and fails with
+	// ErrNotReplicated. Default 0: no WAIT, the lock is granted as soon
+	// as the primary has it.
+	//
+	// What it buys: the primary crashing right after a grant, and a
+	// replica that acknowledged it being promoted, no longer hands the
+	// lock out a second time: the promoted replica has the key, its
+	// lease and its fence counter. What it does not: WAIT is not a
+	// consensus. With more replicas than WaitReplicas, a failover may
+	// promote one that did not acknowledge (Sentinel does not prefer the
+	// one that did), and the grant is lost as before. A replica without
+	// persistence that restarts loses what it acknowledged. Lease renewals
+	// and releases are not waited for, so a promoted replica may hold a
+	// lease shorter than the holder believes, down to the TTL from the
+	// acquire. And an acquire that failed for want of acknowledgements may
+	// still reach the replicas later; its release follows it.
+	//
+	// It needs a client of one primary that can hand out a connection of
+	// its own (a *redis.Client, plain or a Sentinel failover client): WAIT
+	// counts the acknowledgements of the writes made on its connection.
+	// NewRedis panics when the client cannot.
+	WaitReplicas int
+
+	// WaitTimeout bounds the WAIT of WaitReplicas. Default TTL/10; it
+	// must be below TTL/2, so that a granted lock always has most of its
+	// lease left.
+	WaitTimeout time.Duration
+}
+
+// ErrNotReplicated is returned by Obtain and TryObtain, wrapped, when
+// RedisOptions.WaitReplicas is set and fewer replicas than that
+// acknowledged the acquire within WaitTimeout. The keys were released
+// again (or, if Redis could not be reached for that, are freed by their
+// lease). It is not ErrNotAcquired: the lock service is not as available
+// as it was asked to be.
+var ErrNotReplicated = errors.New("distlock: not acknowledged by enough replicas")
+
+// connClient is what WaitReplicas needs of a client: a connection of its
+// own, so that WAIT follows the acquire's writes on the same connection.
+type connClient interface {
+	Conn() *redis.Conn
 }
 
 // RenewalObserver is told what the watchdog of a Redis locker does. Its
@@ -109,6 +155,7 @@ type Redis struct {
 	leaseMillis any          // opts.TTL in milliseconds, boxed once for the scripts' ARGV
 	sub         *subscriber
 	watchdog    *watchdog
+	conns       connClient // set only with opts.WaitReplicas
 }
 
 // NewRedis returns a Redis locker that talks to Redis through client. It
@@ -141,6 +188,22 @@ func NewRedis(client RedisClient, opts RedisOptions) *Redis {
 	}
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
 	r := &Redis{client: client, scripts: newBatcher(client), opts: opts, leaseMillis: opts.TTL.Milliseconds(), sub: newSubscriber(client)}
+	if opts.WaitReplicas < 0 {
+		panic(fmt.Sprintf("distlock: WaitReplicas %d is negative", opts.WaitReplicas))
+	}
+	if opts.WaitReplicas > 0 {
+		if opts.WaitTimeout == 0 {
+			r.opts.WaitTimeout = opts.TTL / 10
+		}
+		if r.opts.WaitTimeout <= 0 || r.opts.WaitTimeout >= opts.TTL/2 {
+			panic(fmt.Sprintf("distlock: WaitTimeout %v must be above 0 and below TTL/2 (%v)", r.opts.WaitTimeout, opts.TTL/2))
+		}
+		conns, ok := client.(connClient)
+		if !ok {
+			panic(fmt.Sprintf("distlock: WaitReplicas needs a client of one primary with a Conn method, such as *redis.Client, not %T", client))
+		}
+		r.conns = conns
+	}
 	r.watchdog = newWatchdog(r)
 	return r
 }
@@ -169,7 +232,8 @@ func (r *Redis) Close() error {
 //
 // When ctx ends first, the error is errors.Join(ErrNotAcquired, ctx.Err()).
 // An error from Redis (for example a refused connection) is returned
-// wrapped as it is, and is not ErrNotAcquired.
+// wrapped as it is, and is not ErrNotAcquired; with WaitReplicas, so is
+// ErrNotReplicated.
 func (r *Redis) Obtain(ctx context.Context, keys ...string) (Lock, error) {
 	l, err := r.newLock(keys)
 	if err != nil {
@@ -205,8 +269,9 @@ func (r *Redis) Obtain(ctx context.Context, keys ...string) (Lock, error) {
 }
 
 // TryObtain takes every key, all or nothing, without waiting. It returns an
-// error wrapping ErrNotAcquired at once when a key is held, or an error from
-// Redis, wrapped, when Redis could not be asked.
+// error wrapping ErrNotAcquired at once when a key is held, an error from
+// Redis, wrapped, when Redis could not be asked, or, with WaitReplicas, an
+// error wrapping ErrNotReplicated.
 func (r *Redis) TryObtain(ctx context.Context, keys ...string) (Lock, error) {
 	l, err := r.newLock(keys)
 	if err != nil {
@@ -243,7 +308,19 @@ type heldKey struct {
 // sends the same owner token: a failed attempt leaves nothing behind.
 func (r *Redis) acquire(ctx context.Context, l *redisLock) (heldKey, error) {
 	sent := time.Now()
-	reply, err := r.scripts.run(ctx, acquireScript, l.acquireKeys, l.argv[:2]...).Int64Slice()
+	var conn *redis.Conn
+	var cmd *redis.Cmd
+	if r.conns != nil {
+		// WAIT counts what replicas acknowledged of the writes made on
+		// its own connection, so the acquire goes on that one, without
+		// the batcher.
+		conn = r.conns.Conn()
+		defer conn.Close() // back to the pool
+		cmd = acquireScript.Run(ctx, conn, l.acquireKeys, l.argv[:2]...)
+	} else {
+		cmd = r.scripts.run(ctx, acquireScript, l.acquireKeys, l.argv[:2]...)
+	}
+	reply, err := cmd.Int64Slice()
 	if err != nil {
 		if ctx.Err() != nil {
 			// The reply may have been lost after the script ran; if so the
@@ -259,9 +336,42 @@ func (r *Redis) acquire(ctx context.Context, l *redisLock) (heldKey, error) {
 		return heldKey{}, fmt.Errorf("distlock: acquire %q: unexpected reply %v", l.keys, reply)
 	}
 	l.Fences = reply[1:]
+	if conn != nil {
+		if err := r.replicated(ctx, conn, l); err != nil {
+			return heldKey{}, err
+		}
+	}
 	l.deadline = r.leaseEnd(sent)
 	r.watchdog.register(l)
 	return heldKey{index: -1}, nil
+}
+
+// replicated waits, with WAIT on conn, until opts.WaitReplicas replicas
+// have acknowledged the acquire just made on conn. If fewer do within
+// WaitTimeout, or WAIT fails, it releases l's keys and returns an error:
+// one wrapping ErrNotReplicated, or ErrNotAcquired joined with ctx.Err(),
+// or the error from Redis, wrapped.
+func (r *Redis) replicated(ctx context.Context, conn *redis.Conn, l *redisLock) error {
+	want := int64(r.opts.WaitReplicas)
+	acked, err := conn.Wait(ctx, r.opts.WaitReplicas, r.opts.WaitTimeout).Result()
+	if err == nil && acked >= want {
+		return nil
+	}
+	// Give the keys back now rather than at the end of their lease, and
+	// wake whoever waits for them. Not on conn, which may be broken, and
+	// not bounded by ctx, which may have ended; if Redis cannot be
+	// reached, the lease frees them.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.WaitTimeout)
+	defer cancel()
+	_ = r.scripts.run(rctx, releaseScript, l.lockKeys, l.argv...).Err()
+	switch {
+	case err == nil:
+		return fmt.Errorf("%w: %d of %d replicas acknowledged %q within %v", ErrNotReplicated, acked, want, l.keys, r.opts.WaitTimeout)
+	case ctx.Err() != nil:
+		return errors.Join(ErrNotAcquired, ctx.Err())
+	default:
+		return fmt.Errorf("distlock: acquire %q: wait for replicas: %w", l.keys, err)
+	}
 }
 
 // backoff returns how long a waiter sleeps before polling again when no

@@ -32,7 +32,8 @@
 // fencing token must be newer than the seat's last one. With guard=off
 // the stale write wins and the seat is confirmed to two customers. The
 // lesson: a lease-based lock alone is an efficiency device; the fenced
-// write is what makes it safe.
+// write is what makes it safe. The payment provider shows the lock's side:
+// a holder paused in its payment is charged while the next holder is.
 //
 // TestLostLock: the lock key vanishes (deleted, or an expiry) while the
 // booking pays. The watchdog's next renewal finds the key gone, closes the
@@ -56,8 +57,19 @@
 // bookable after it: Redis comes back without its fence counters, and the
 // fencing tokens must still be above the ones the seats remember (they
 // carry the server's clock; see distlock's package doc and
-// docs/reliability.md). A fast subset runs by default; with
-// SEATLOCK_FAULT_MATRIX=1 every strategy runs under every restart.
+// docs/reliability.md). Redlock runs under one of its three nodes
+// restarting empty, ZooKeeper under its server restarting (with its data),
+// both under Postgres restarting too. The payment provider counts
+// overlapping charges: two lock holders at once. A fast subset runs by
+// default; with SEATLOCK_FAULT_MATRIX=1 every strategy runs under every
+// restart that touches it.
+//
+// TestRedlockNodeAmnesia: a Redlock holder pays while one node restarts
+// empty, and another instance books the same seat. When all three nodes
+// had granted the lock, the two that kept it are a majority and the
+// second booking waits; when one node was down at the grant, the restarted
+// node and that one make a second majority, and two holders pay at once.
+// The fenced write keeps the seat right either way.
 //
 // TestNetworkFaults: latency, a slow link or a cut between one instance
 // and its Redis or Postgres, made by Shopify's toxiproxy as a library,
@@ -65,8 +77,14 @@
 // on the cut instance only; latency slows it without refusing anything.
 //
 // TestRedisFailover: a Redis primary, a replica and a Sentinel; the
-// primary is killed under load and the instances, given the Sentinel as
-// REDIS_URL (redis+sentinel://), follow the promoted replica.
+// replica falls behind, the primary is killed under load while a holder
+// pays for a probe seat, and the instances, given the Sentinel as
+// REDIS_URL (redis+sentinel://), follow the promoted replica. The payment
+// provider counts overlapping charges: without REDIS_WAIT_REPLICAS the
+// promoted replica grants the probe seat's lock a second time, to a holder
+// that pays while the first still does; with REDIS_WAIT_REPLICAS=1 it
+// cannot (the test requires 0 overlaps), and the price is 503s until a
+// replica is back.
 //
 // TestLockServerClock: the lock's Redis servers run with a fast clock (2x,
 // 4x) or a wall clock that jumps ahead, by a small LD_PRELOAD library

@@ -125,6 +125,7 @@ func runNetwork(t *testing.T, lock, backend string, fault netFault) {
 	p := startProxy(t, backend, upstream)
 
 	dir := t.TempDir() // the file strategy's: one host, shared
+	pay := startPayments(t)
 	env := func(proxied bool) map[string]string {
 		e := map[string]string{
 			"REDIS_URL":    redisURL,
@@ -132,6 +133,7 @@ func runNetwork(t *testing.T, lock, backend string, fault netFault) {
 			"LOCK_TTL":     "2s",
 			"LOCK_WAIT":    outageLockWait.String(),
 			"LOCK_DIR":     dir,
+			"PAYMENT_URL":  pay.url,
 		}
 		if proxied {
 			e[map[string]string{"redis": "REDIS_URL", "postgres": "DATABASE_URL"}[backend]] = through(p.Listen)
@@ -174,10 +176,12 @@ func runNetwork(t *testing.T, lock, backend string, fault netFault) {
 		}
 		shares[i] = fmt.Sprintf("%d sent, %d confirmed, %d 503 (p99 %v)", len(during), ok, n503, p99(during).Round(time.Millisecond))
 	}
-	n := verify(t, answers, mergeSeatMaps(t, apis, sc.ID))
-	if n == 0 {
+	v := judge(t, answers, mergeSeatMaps(t, apis, sc.ID))
+	if v.confirmed == 0 {
 		t.Error("nothing was booked at all")
 	}
-	t.Logf("row | %s | %s %s on A | %d answers, %d confirmed | during, A: %s; B: %s | A recovered %v after healing |",
-		lock, backend, fault.name, len(answers), n, shares[0], shares[1], recovered.Sub(healAt).Round(time.Millisecond))
+	stats := pay.checkCharges(t, v.confirmed)
+	t.Logf("row | %s | %s %s on A | %d answers, %d confirmed | overlaps %d (charges %d, refunds %d) | double-booked %d, lost %d | during, A: %s; B: %s | A recovered %v after healing |",
+		lock, backend, fault.name, len(answers), v.confirmed, stats.Overlaps, stats.Charges, stats.Refunds, v.double, v.lost,
+		shares[0], shares[1], recovered.Sub(healAt).Round(time.Millisecond))
 }

@@ -119,6 +119,17 @@ func p99(answers []answer) time.Duration {
 // of confirmed bookings.
 func verify(t *testing.T, answers []answer, seats map[string]seat) int {
 	t.Helper()
+	return judge(t, answers, seats).confirmed
+}
+
+// verdict is what judge found: every count but confirmed fails the test.
+type verdict struct {
+	confirmed, double, lost, phantom, ambiguous int
+}
+
+// judge is verify, returning every count for the tests' rows.
+func judge(t *testing.T, answers []answer, seats map[string]seat) verdict {
+	t.Helper()
 	confirmed := map[string]bool{}
 	holder := map[string]string{}
 	double, lost, phantom, ambiguous := 0, 0, 0, 0
@@ -151,7 +162,7 @@ func verify(t *testing.T, answers []answer, seats map[string]seat) int {
 	}
 	t.Logf("verified %d answers: %d confirmed, %d double-booked seats, %d lost seats, %d phantom seats, %d without answer",
 		len(answers), len(confirmed), double, lost, phantom, ambiguous)
-	return len(confirmed)
+	return verdict{len(confirmed), double, lost, phantom, ambiguous}
 }
 
 // outage is what an outage test varies: how the backend goes down and

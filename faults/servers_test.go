@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seatlock/seatlock/distlock/zklock/zktest"
 )
 
 // redisServer is a private redis-server on a port of its own, a child
@@ -77,6 +79,34 @@ func (r *redisServer) kill(t *testing.T) {
 		t.Errorf("redis-server pid %d did not exit after SIGKILL", r.cmd.Process.Pid)
 	}
 	r.cmd = nil
+}
+
+// restartEmpty kills the server and starts it again without its data, as
+// a Redis without persistence comes back from a crash.
+func (r *redisServer) restartEmpty(t *testing.T) {
+	t.Helper()
+	r.kill(t)
+	entries, err := os.ReadDir(r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(r.dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.start(t)
+}
+
+// startZooKeeper starts a private ZooKeeper server, stopped when t ends. It
+// skips t when ZooKeeper is not installed (fails under
+// REQUIRE_INTEGRATION=1).
+func startZooKeeper(t *testing.T) *zktest.Server {
+	t.Helper()
+	zk, err := zktest.Start()
+	zktest.Addr(t, zk, err) // skips or fails when there is none
+	t.Cleanup(zk.Stop)
+	return zk
 }
 
 // client returns a go-redis client of the server, closed when t ends.

@@ -47,6 +47,10 @@ type config struct {
 	LockDir          string   // file locks; default under the temp directory
 	RedlockURLs      []string // empty: no redlock strategy
 	ZooKeeperServers []string // empty: no zookeeper strategy
+
+	// RedisWaitReplicas is how many replicas must acknowledge a Redis lock
+	// before it is granted (distlock.RedisOptions.WaitReplicas); 0: none.
+	RedisWaitReplicas int
 }
 
 // configError is a bad flag or environment variable. main exits with
@@ -86,6 +90,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	str(&cfg.Addr, "addr", "ADDR", ":8080", "listen address")
 	str(&cfg.DatabaseURL, "database-url", "DATABASE_URL", "", "Postgres URL; empty means the in-memory store")
 	str(&cfg.RedisURL, "redis-url", "REDIS_URL", "", "Redis URL (redis://host:port/db, or redis+sentinel://sentinel:port/db?master_name=NAME for a Sentinel-managed primary); empty means an embedded Redis server")
+	fs.IntVar(&cfg.RedisWaitReplicas, "redis-wait-replicas", 0, "replicas of the Redis primary that must acknowledge a Redis lock (WAIT, within a tenth of LOCK_TTL) before it is granted, else 503; 0 means grant at once (env REDIS_WAIT_REPLICAS)")
+	env["redis-wait-replicas"], hint["redis-wait-replicas"] = "REDIS_WAIT_REPLICAS", "want a whole number of replicas"
 	str(&lock, "lock", "LOCK_STRATEGY", string(reservation.LockKeyedRedis), "default lock strategy of new screenings: "+strategyNames())
 	str(&guard, "guard", "WRITE_GUARD", string(reservation.GuardFence), "default write guard of new screenings: fence, off")
 	dur(&cfg.LockTTL, "lock-ttl", "LOCK_TTL", 10*time.Second, "lease of a distributed lock, renewed every third of it")
@@ -177,6 +183,12 @@ func (c config) validate() error {
 		if strings.Contains(c.DatabaseURL, "pool_max_conns") {
 			return errors.New("DATABASE_URL sets pool_max_conns; set DB_MAX_CONNS instead, the budget of all of an instance's pools")
 		}
+	}
+	if c.RedisWaitReplicas < 0 {
+		return fmt.Errorf("REDIS_WAIT_REPLICAS %d must be 0 (off) or more", c.RedisWaitReplicas)
+	}
+	if c.RedisWaitReplicas > 0 && c.RedisURL == "" {
+		return errors.New("REDIS_WAIT_REPLICAS needs REDIS_URL: the embedded Redis has no replicas")
 	}
 	if c.MaxScreenings < 1 {
 		return fmt.Errorf("MAX_SCREENINGS %d must be at least 1", c.MaxScreenings)

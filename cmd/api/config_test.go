@@ -34,14 +34,14 @@ func TestParseConfig(t *testing.T) {
 			"PAYMENT_DELAY": "1.5s", "DEMO_MODE": "true", "ADMIN_TOKEN": "t", "LOCK_DIR": "/tmp/l",
 			"REDLOCK_URLS": "redis://a:1/0, redis://b:1/0,redis://c:1/0", "ZOOKEEPER_SERVERS": "z1:2181,z2:2181",
 			"PAYMENT_URL": "http://127.0.0.1:9100", "DB_MAX_CONNS": "30",
-			"MAX_SCREENINGS": "50", "WRITE_RATE": "2.5", "HOLD_TTL": "90s",
+			"MAX_SCREENINGS": "50", "WRITE_RATE": "2.5", "HOLD_TTL": "90s", "REDIS_WAIT_REPLICAS": "1",
 		}, func(c *config) {
 			*c = config{Addr: "127.0.0.1:9000", DatabaseURL: "postgres://u@db/x", RedisURL: "redis://r:6379/1",
 				Lock: reservation.LockNone, Guard: reservation.GuardOff, LockTTL: 2 * time.Second, LockWait: 250 * time.Millisecond,
 				PaymentDelay: 1500 * time.Millisecond, Demo: true, AdminToken: "t", LockDir: "/tmp/l",
 				RedlockURLs: []string{"redis://a:1/0", "redis://b:1/0", "redis://c:1/0"}, ZooKeeperServers: []string{"z1:2181", "z2:2181"},
 				PaymentURL: "http://127.0.0.1:9100", DBMaxConns: 30,
-				MaxScreenings: 50, WriteRate: 2.5, HoldTTL: 90 * time.Second}
+				MaxScreenings: 50, WriteRate: 2.5, HoldTTL: 90 * time.Second, RedisWaitReplicas: 1}
 		}},
 		{"sentinel-managed Redis", nil, map[string]string{
 			"REDIS_URL": "redis+sentinel://s1:26379/0?master_name=seatlock&addr=s2:26379",
@@ -105,6 +105,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"connection budget not a number", []string{"-db-max-conns", "many"}, nil, "db-max-conns"},
 		{"pool size in the URL", nil, map[string]string{"DATABASE_URL": "postgres://u:pw@db/x?pool_max_conns=50"}, "DB_MAX_CONNS"},
 		{"no screenings allowed", []string{"-max-screenings", "0"}, nil, "MAX_SCREENINGS"},
+		{"negative replicas to wait for", []string{"-redis-wait-replicas", "-1", "-redis-url", "redis://r:6379/0"}, nil, "REDIS_WAIT_REPLICAS"},
+		{"replicas to wait for, not a number", nil, map[string]string{"REDIS_WAIT_REPLICAS": "one"}, "REDIS_WAIT_REPLICAS"},
+		{"replicas of the embedded Redis", nil, map[string]string{"REDIS_WAIT_REPLICAS": "1"}, "REDIS_WAIT_REPLICAS"},
 		{"screenings not a number", nil, map[string]string{"MAX_SCREENINGS": "lots"}, "MAX_SCREENINGS"},
 		{"negative write rate", nil, map[string]string{"WRITE_RATE": "-1"}, "WRITE_RATE"},
 		{"write rate not a number", nil, map[string]string{"WRITE_RATE": "NaN"}, "WRITE_RATE"},

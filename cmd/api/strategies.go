@@ -147,7 +147,9 @@ func (lb *lockBackends) keyed() reservation.SeatLocker {
 // backends opened.
 func (lb *lockBackends) redis() reservation.SeatLocker {
 	if lb.redisLayer == nil {
-		locks := distlock.NewRedis(lb.b.redis, distlock.RedisOptions{TTL: lb.cfg.LockTTL, Observer: lb.metrics.Renewals("redis")})
+		locks := distlock.NewRedis(lb.b.redis, distlock.RedisOptions{
+			TTL: lb.cfg.LockTTL, Observer: lb.metrics.Renewals("redis"), WaitReplicas: lb.cfg.RedisWaitReplicas,
+		})
 		lb.b.closers = append(lb.b.closers, locks.Close)
 		lb.redisLayer = locking.Instrument("redis", locking.Distributed(locks), lb.metrics)
 	}

@@ -59,8 +59,9 @@ type Server struct {
 	Addr string
 
 	dir  string
+	java string
 	cmd  *exec.Cmd
-	exit chan error // receives cmd.Wait's result
+	exit chan error // receives cmd.Wait's result; holds it once it came
 }
 
 // Start starts a standalone server on a free port with its data in a new
@@ -109,43 +110,51 @@ func start(java string) (*Server, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	logFile, err := os.Create(filepath.Join(dir, "server.log"))
-	if err != nil {
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, java: java}
+	if err := s.launch(); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
+	return s, nil
+}
+
+// launch runs the server process on s's configuration and data, and waits
+// until it answers "ruok". When it does not, the process is gone when
+// launch returns.
+func (s *Server) launch() error {
+	logFile, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
 	defer logFile.Close() // the child has its own descriptor
-	cmd := exec.Command(java,
+	cmd := exec.Command(s.java,
 		"-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", // start fast, stay small
 		"-Dznode.container.checkIntervalMs=1000",
 		"-cp", Jar, "org.apache.zookeeper.server.ZooKeeperServerMain",
-		filepath.Join(dir, "zoo.cfg"))
+		filepath.Join(s.dir, "zoo.cfg"))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = dieWithParent()
 	if err := cmd.Start(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("zktest: start java: %w", err)
+		return fmt.Errorf("zktest: start java: %w", err)
 	}
-	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, cmd: cmd, exit: make(chan error, 1)}
-	go func() { s.exit <- cmd.Wait() }() // ends when the process does; Stop waits for it
+	s.cmd, s.exit = cmd, make(chan error, 1)
+	exit := s.exit
+	go func() { exit <- cmd.Wait() }() // ends when the process does; kill waits for it
 
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if s.ruok() {
-			return s, nil
+			return nil
 		}
 		select {
 		case err := <-s.exit:
-			s.exit <- err // for Stop
-			log := s.log()
-			s.Stop()
-			return nil, fmt.Errorf("zktest: server exited (%v): %s", err, log)
+			s.exit <- err // for kill
+			return fmt.Errorf("zktest: server exited (%v): %s", err, s.log())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	log := s.log()
-	s.Stop()
-	return nil, fmt.Errorf("zktest: server did not answer on %s within 30s: %s", s.Addr, log)
+	s.kill()
+	return fmt.Errorf("zktest: server did not answer on %s within 30s: %s", s.Addr, s.log())
 }
 
 // ruok reports whether the server answers the "ruok" four-letter word.
@@ -173,9 +182,25 @@ func (s *Server) log() string {
 
 // Stop kills the server, waits for it to exit and removes its data.
 func (s *Server) Stop() {
-	_ = s.cmd.Process.Kill()
-	<-s.exit
+	s.kill()
 	_ = os.RemoveAll(s.dir)
+}
+
+// Restart kills the server (SIGKILL, as a crash would) and starts it again
+// on the same port with the same data, as a restarted server comes back:
+// its sessions and their ephemeral nodes are restored from its log, and a
+// client that reconnects within its session timeout keeps them. It returns
+// once the server answers "ruok", or an error, the server then stopped.
+func (s *Server) Restart() error {
+	s.kill()
+	return s.launch()
+}
+
+// kill ends the server process, if it runs, and waits for it.
+func (s *Server) kill() {
+	_ = s.cmd.Process.Kill()
+	err := <-s.exit
+	s.exit <- err // a second kill returns at once
 }
 
 // Addr returns the address of srv for t, or skips t with a message that

@@ -1,0 +1,134 @@
+package distlock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/internal/testenv"
+)
+
+// TestRedisWaitReplicas runs a private primary with one replica: with the
+// replica connected, an acquire with WaitReplicas 1 is granted and the
+// replica has the lock key when Obtain returns; with the replica gone, it
+// fails with ErrNotReplicated once WaitTimeout has passed, and leaves no
+// lock key behind.
+func TestRedisWaitReplicas(t *testing.T) {
+	// No delay before the full sync that brings the replica in.
+	primary := testenv.StartRedisServer(t, func(int, string) []string {
+		return []string{"--repl-diskless-sync-delay", "0"}
+	})
+	_, primaryPort, _ := strings.Cut(primary.Addr, ":")
+	replica := testenv.StartRedisServer(t, func(int, string) []string {
+		return []string{"--replicaof", "127.0.0.1", primaryPort}
+	})
+	pc := redis.NewClient(&redis.Options{Addr: primary.Addr})
+	t.Cleanup(func() { _ = pc.Close() })
+	rc := redis.NewClient(&redis.Options{Addr: replica.Addr})
+	t.Cleanup(func() { _ = rc.Close() })
+	waitReplication(t, pc, rc)
+
+	const waitTimeout = 300 * time.Millisecond
+	locks := newRedis(t, pc, distlock.RedisOptions{TTL: 5 * time.Second, WaitReplicas: 1, WaitTimeout: waitTimeout})
+	key := "{wait}:A1"
+	lockKey := locks.LockKeyForTest(key)
+
+	t.Run("replica connected: granted, and the replica has it", func(t *testing.T) {
+		l, err := locks.Obtain(t.Context(), key)
+		if err != nil {
+			t.Fatalf("Obtain with the replica connected: %v", err)
+		}
+		// WAIT returned only once the replica acknowledged the write, so
+		// no replication delay can hide it here.
+		if n, err := rc.Exists(t.Context(), lockKey).Result(); err != nil || n != 1 {
+			t.Errorf("EXISTS %s on the replica = %d, %v right after Obtain; want 1", lockKey, n, err)
+		}
+		if err := l.Release(t.Context()); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+	})
+
+	t.Run("replica stopped: not granted, nothing left behind", func(t *testing.T) {
+		replica.Stop()
+		waitFor(t, 5*time.Second, "the primary sees no replica", func() bool {
+			info, err := pc.Info(context.Background(), "replication").Result()
+			return err == nil && strings.Contains(info, "connected_slaves:0")
+		})
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		for _, try := range []struct {
+			name   string
+			obtain func(context.Context, ...string) (distlock.Lock, error)
+		}{{"Obtain", locks.Obtain}, {"TryObtain", locks.TryObtain}} {
+			start := time.Now()
+			l, err := try.obtain(ctx, key)
+			took := time.Since(start)
+			if err == nil {
+				_ = l.Release(t.Context())
+				t.Fatalf("%s with no replica: granted, want ErrNotReplicated", try.name)
+			}
+			if !errors.Is(err, distlock.ErrNotReplicated) || errors.Is(err, distlock.ErrNotAcquired) {
+				t.Errorf("%s with no replica: %v, want ErrNotReplicated and not ErrNotAcquired", try.name, err)
+			}
+			// WAIT waits out its timeout when too few replicas answer;
+			// the bound above it is loose, as the machine is shared.
+			if took < waitTimeout || took > waitTimeout+2*time.Second {
+				t.Errorf("%s took %v, want from WaitTimeout %v to 2s more", try.name, took, waitTimeout)
+			}
+			if n, err := pc.Exists(t.Context(), lockKey).Result(); err != nil || n != 0 {
+				t.Errorf("after the failed %s, EXISTS %s on the primary = %d, %v; want 0", try.name, lockKey, n, err)
+			}
+		}
+	})
+}
+
+// waitReplication waits until the replica is in sync with the primary.
+func waitReplication(t *testing.T, primary, replica *redis.Client) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "the replica is in sync", func() bool {
+		p, err1 := primary.Info(context.Background(), "replication").Result()
+		r, err2 := replica.Info(context.Background(), "replication").Result()
+		return err1 == nil && err2 == nil && strings.Contains(p, "connected_slaves:1") &&
+			strings.Contains(r, "master_link_status:up")
+	})
+}
+
+// waitFor polls cond every 20ms until it holds, and fails t after timeout.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", timeout, what)
+		}
+	}
+}
+
+func TestNewRedisWaitReplicasPanics(t *testing.T) {
+	tests := []struct {
+		name   string
+		client distlock.RedisClient
+		opts   distlock.RedisOptions
+	}{
+		{"negative WaitReplicas", redis.NewClient(&redis.Options{}), distlock.RedisOptions{WaitReplicas: -1}},
+		{"WaitTimeout of half the TTL", redis.NewClient(&redis.Options{}),
+			distlock.RedisOptions{TTL: time.Second, WaitReplicas: 1, WaitTimeout: 500 * time.Millisecond}},
+		{"a Cluster client", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}),
+			distlock.RedisOptions{WaitReplicas: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer tt.client.(interface{ Close() error }).Close()
+			defer func() {
+				if recover() == nil {
+					t.Error("NewRedis did not panic")
+				}
+			}()
+			distlock.NewRedis(tt.client, tt.opts)
+		})
+	}
+}
