@@ -53,9 +53,10 @@ func (s *Service) pay(ctx context.Context, sc Screening, w Write, lease SeatLeas
 	if s.opts.Payments == nil {
 		return "", simulatePayment(ctx, sc.PaymentDelay, lease)
 	}
-	// The charge is cancelled the moment the lock is lost: a holder that
-	// is no longer the holder must not go on paying.
-	charge, stop := whileHeld(ctx, lease)
+	// The charge is cancelled when the lock is lost: a holder that is no
+	// longer the holder must not go on paying. Not at the same instant,
+	// though (see lostGrace).
+	charge, stop := whileHeld(ctx, lease, lostGrace)
 	id, err := s.opts.Payments.Charge(charge, Charge{
 		BookingID:   w.Booking.ID,
 		ScreeningID: sc.ID,
@@ -172,10 +173,23 @@ func lockHeld(lease SeatLease) error {
 	}
 }
 
-// whileHeld returns a context that ends when ctx does or when the lease is
-// lost, and stop, which ends the watch and reports whether the lease was
-// lost before it. The watching goroutine is gone when stop returns.
-func whileHeld(ctx context.Context, lease SeatLease) (context.Context, func() (lost bool)) {
+// lostGrace is how long a charge in progress may still answer after the
+// lock was lost, before its request is cancelled. A holder paused past its
+// lease (a stopped process, a long GC) wakes up with the provider's answer
+// already waiting in its socket and its lease already gone: cancelling at
+// once would drop that answer, and with it the id of a charge that went
+// through, which could then never be refunded. A moment's grace lets the
+// answer be read and the charge refunded; a charge still in progress is
+// cancelled after it, as before. (A charge completing at the very instant
+// of the cancel can still be missed: only a refund by booking id would
+// close that, and the provider's contract has none.)
+const lostGrace = 100 * time.Millisecond
+
+// whileHeld returns a context that ends when ctx does, or grace after the
+// lease is lost, and stop, which ends the watch and reports whether the
+// lease was lost before it. The watching goroutine is gone when stop
+// returns.
+func whileHeld(ctx context.Context, lease SeatLease, grace time.Duration) (context.Context, func() (lost bool)) {
 	lostc := lease.Lost()
 	if lostc == nil {
 		return ctx, func() bool { return false }
@@ -186,6 +200,11 @@ func whileHeld(ctx context.Context, lease SeatLease) (context.Context, func() (l
 	wg.Go(func() {
 		select {
 		case <-lostc:
+		case <-done:
+			return
+		}
+		select {
+		case <-time.After(grace):
 			cancel()
 		case <-done:
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -212,4 +213,58 @@ func TestPaymentWriteInDoubt(t *testing.T) {
 			seatFree(t, svc, sc.ID, "A1")
 		})
 	}
+}
+
+// answerAfterLoss is a provider whose charge completes only when answer is
+// closed, or fails when its request is cancelled; it records refunds.
+type answerAfterLoss struct {
+	started chan struct{} // closed when the charge has begun
+	answer  chan struct{}
+	mu      sync.Mutex
+	refunds []string
+}
+
+func (p *answerAfterLoss) Charge(ctx context.Context, _ reservation.Charge) (string, error) {
+	close(p.started)
+	select {
+	case <-p.answer:
+		return "ch-1", nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func (p *answerAfterLoss) Refund(_ context.Context, chargeID string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refunds = append(p.refunds, chargeID)
+	return nil
+}
+
+// A holder paused past its lease wakes up with the provider's answer
+// already in its socket and its lock already lost. The answer must still
+// be read, so that the charge, which went through, is refunded: a charge
+// cancelled the instant the loss is seen drops its id.
+func TestPaymentAnsweredAfterTheLockWasLost(t *testing.T) {
+	p := &answerAfterLoss{started: make(chan struct{}), answer: make(chan struct{})}
+	l := &fakeLocker{lost: make(chan struct{})}
+	svc, sc := newService(t, l, reservation.Options{Payments: p})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := book(svc, sc.ID, "ann", "A1")
+		errc <- err
+	}()
+	<-p.started
+	close(l.lost)
+	time.Sleep(10 * time.Millisecond) // the answer is read just after the loss
+	close(p.answer)
+	if err := <-errc; !errors.Is(err, reservation.ErrLockLost) {
+		t.Fatalf("Book: %v, want ErrLockLost", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.refunds) != 1 || p.refunds[0] != "ch-1" {
+		t.Errorf("refunds %v, want the charge that went through (ch-1) refunded", p.refunds)
+	}
+	seatFree(t, svc, sc.ID, "A1")
 }
