@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -223,5 +224,54 @@ func TestNewRefusesAFile(t *testing.T) {
 	}
 	if _, err := flock.New(f, flock.Options{}); err == nil {
 		t.Fatal("New on a regular file succeeded")
+	}
+}
+
+// TestReleaseWakesWaiter checks that a Release wakes a waiting Obtain (on
+// Linux, through inotify) instead of leaving it to its backoff: with a
+// backoff of a minute, a waiter that only polled would still be asleep
+// when its context ends.
+func TestReleaseWakesWaiter(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("waiters are woken through inotify, on Linux only; elsewhere they poll")
+	}
+	for _, tc := range []struct {
+		name         string
+		held, wanted []string
+	}{
+		{"one key", []string{"A1"}, []string{"A1"}},
+		{"one of two keys", []string{"B1", "B2"}, []string{"B2", "B3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			opts := flock.Options{MinBackoff: time.Minute, MaxBackoff: time.Minute}
+			holder, waiter := newLocker(t, dir, opts), newLocker(t, dir, opts)
+			held, err := holder.TryObtain(t.Context(), tc.held...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			got := make(chan error, 1)
+			go func() {
+				lock, err := waiter.Obtain(ctx, tc.wanted...)
+				if err == nil {
+					err = lock.Release(ctx)
+				}
+				got <- err
+			}()
+			time.Sleep(200 * time.Millisecond) // the waiter is asleep by now
+			select {
+			case err := <-got:
+				t.Fatalf("Obtain returned while the key was held: %v", err)
+			default:
+			}
+			if err := held.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-got; err != nil {
+				t.Fatalf("Obtain after the release: %v (not woken by it)", err)
+			}
+		})
 	}
 }
