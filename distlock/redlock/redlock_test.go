@@ -33,7 +33,9 @@ func testOptions() redlock.Options {
 // another process would have.
 func newLocker(t testing.TB, servers []*server, opts redlock.Options) *redlock.Locker {
 	t.Helper()
-	return redlock.New(clients(t, servers), opts)
+	l := redlock.New(clients(t, servers), opts)
+	t.Cleanup(func() { _ = l.Close() })
+	return l
 }
 
 func TestConformance(t *testing.T) {
@@ -51,7 +53,7 @@ func TestConformance(t *testing.T) {
 		NewNonRenewing: locker(-1),
 		Expire: func(t *testing.T, key string) {
 			// As if the lease had run out: on every node.
-			lockKey := redlock.New(clients(t, servers), redlock.Options{}).LockKeyForTest(key)
+			lockKey := newLocker(t, servers, redlock.Options{}).LockKeyForTest(key)
 			for _, s := range servers {
 				if n, err := s.client(t).Del(t.Context(), lockKey).Result(); err != nil || n != 1 {
 					t.Fatalf("delete %s on %s = %d, %v; want 1, nil", lockKey, s.Addr, n, err)
@@ -323,4 +325,42 @@ func TestTokenWithoutFencing(t *testing.T) {
 func withRenewEvery(opts redlock.Options, every time.Duration) redlock.Options {
 	opts.RenewEvery = every
 	return opts
+}
+
+// TestReleaseWakesWaiter checks that a waiting Obtain is woken by the
+// nodes' release notifications rather than by its backoff: with a backoff
+// and a lease of a minute (the backoff never outlasts the lease left), a
+// waiter that only polled would still be asleep when its context ends.
+func TestReleaseWakesWaiter(t *testing.T) {
+	servers := startServers(t, 3)
+	opts := testOptions()
+	opts.TTL, opts.MinBackoff, opts.MaxBackoff = time.Minute, time.Minute, time.Minute
+	holder, waiter := newLocker(t, servers, opts), newLocker(t, servers, opts)
+	key := "{wake}:" + uuid.NewString()
+	held, err := holder.TryObtain(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() {
+		lock, err := waiter.Obtain(ctx, key)
+		if err == nil {
+			err = lock.Release(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // the waiter is subscribed by now
+	select {
+	case err := <-got:
+		t.Fatalf("Obtain returned while the key was held: %v", err)
+	default:
+	}
+	if err := held.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("Obtain after the release: %v (not woken by it)", err)
+	}
 }
