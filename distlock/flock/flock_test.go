@@ -245,33 +245,7 @@ func TestReleaseWakesWaiter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			opts := flock.Options{MinBackoff: time.Minute, MaxBackoff: time.Minute}
-			holder, waiter := newLocker(t, dir, opts), newLocker(t, dir, opts)
-			held, err := holder.TryObtain(t.Context(), tc.held...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-			defer cancel()
-			got := make(chan error, 1)
-			go func() {
-				lock, err := waiter.Obtain(ctx, tc.wanted...)
-				if err == nil {
-					err = lock.Release(ctx)
-				}
-				got <- err
-			}()
-			time.Sleep(200 * time.Millisecond) // the waiter is asleep by now
-			select {
-			case err := <-got:
-				t.Fatalf("Obtain returned while the key was held: %v", err)
-			default:
-			}
-			if err := held.Release(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-got; err != nil {
-				t.Fatalf("Obtain after the release: %v (not woken by it)", err)
-			}
+			distlocktest.ReleaseWakesWaiter(t, newLocker(t, dir, opts), newLocker(t, dir, opts), tc.held, tc.wanted)
 		})
 	}
 }

@@ -445,25 +445,25 @@ type reply[T any] struct {
 	err error
 }
 
-// fanOut runs call on every node at once, under one deadline of
-// NodeTimeout (the calls start together, so one deadline bounds each as a
-// deadline per call would, for one timer instead of N), and waits for all
-// of them: the goroutines it starts end before it returns. The calling
-// goroutine makes the last call itself. replies[i] is the answer of node i.
+// fanOut runs call on every node at once, each with its own deadline of
+// NodeTimeout from when its call starts (on a loaded machine the calls do
+// not all start at once), and waits for all of them: the goroutines it
+// starts end before it returns. The calling goroutine makes the last call
+// itself. replies[i] is the answer of node i.
 func fanOut[T any](ctx context.Context, l *Locker, call func(ctx context.Context, node int, c Client) (T, error)) []reply[T] {
-	ctx, cancel := context.WithTimeout(ctx, l.opts.NodeTimeout)
-	defer cancel()
 	replies := make([]reply[T], len(l.clients))
+	one := func(i int, c Client) {
+		ctx, cancel := context.WithTimeout(ctx, l.opts.NodeTimeout)
+		defer cancel()
+		v, err := call(ctx, i, c)
+		replies[i] = reply[T]{v, err} // each call writes its own element
+	}
 	last := len(l.clients) - 1
 	var wg sync.WaitGroup
 	for i, c := range l.clients[:last] {
-		wg.Go(func() {
-			v, err := call(ctx, i, c)
-			replies[i] = reply[T]{v, err} // each call writes its own element
-		})
+		wg.Go(func() { one(i, c) })
 	}
-	v, err := call(ctx, last, l.clients[last])
-	replies[last] = reply[T]{v, err}
+	one(last, l.clients[last])
 	wg.Wait()
 	return replies
 }

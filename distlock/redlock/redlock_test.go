@@ -335,32 +335,6 @@ func TestReleaseWakesWaiter(t *testing.T) {
 	servers := startServers(t, 3)
 	opts := testOptions()
 	opts.TTL, opts.MinBackoff, opts.MaxBackoff = time.Minute, time.Minute, time.Minute
-	holder, waiter := newLocker(t, servers, opts), newLocker(t, servers, opts)
 	key := "{wake}:" + uuid.NewString()
-	held, err := holder.TryObtain(t.Context(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	got := make(chan error, 1)
-	go func() {
-		lock, err := waiter.Obtain(ctx, key)
-		if err == nil {
-			err = lock.Release(ctx)
-		}
-		got <- err
-	}()
-	time.Sleep(200 * time.Millisecond) // the waiter is subscribed by now
-	select {
-	case err := <-got:
-		t.Fatalf("Obtain returned while the key was held: %v", err)
-	default:
-	}
-	if err := held.Release(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-got; err != nil {
-		t.Fatalf("Obtain after the release: %v (not woken by it)", err)
-	}
+	distlocktest.ReleaseWakesWaiter(t, newLocker(t, servers, opts), newLocker(t, servers, opts), []string{key}, []string{key})
 }
