@@ -338,3 +338,24 @@ func TestReleaseWakesWaiter(t *testing.T) {
 	key := "{wake}:" + uuid.NewString()
 	distlocktest.ReleaseWakesWaiter(t, newLocker(t, servers, opts), newLocker(t, servers, opts), []string{key}, []string{key})
 }
+
+// TestNodeAllOrNothing checks that a node on which one of the keys is held
+// takes none of them, even when the lock is won on the other nodes: the
+// acquire script gives back the keys it took before the held one.
+func TestNodeAllOrNothing(t *testing.T) {
+	servers := startServers(t, 3)
+	locker := newLocker(t, servers, testOptions())
+	free, held := "{node}:A-"+uuid.NewString(), "{node}:B-"+uuid.NewString()
+	node0 := servers[0].client(t)
+	if err := node0.Set(t.Context(), locker.LockKeyForTest(held), "another owner", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := locker.TryObtain(t.Context(), free, held)
+	if err != nil {
+		t.Fatalf("TryObtain with the keys free on 2 of 3 nodes: %v", err)
+	}
+	defer lock.Release(t.Context())
+	if n, err := node0.Exists(t.Context(), locker.LockKeyForTest(free)).Result(); err != nil || n != 0 {
+		t.Fatalf("node 0, where %q is held, has %q taken: EXISTS = %d, %v; want 0", held, free, n, err)
+	}
+}
