@@ -12,7 +12,6 @@ import (
 
 	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 	"github.com/seatlock/seatlock/distlock/internal/luascript"
-	"github.com/seatlock/seatlock/distlock/internal/releases"
 )
 
 var (
@@ -108,7 +107,7 @@ type Redis struct {
 	scripts     *batcher     // runs the scripts, batching concurrent calls
 	opts        RedisOptions // with defaults applied
 	leaseMillis any          // opts.TTL in milliseconds, boxed once for the scripts' ARGV
-	sub         *releases.Subscriber
+	sub         *subscriber
 	watchdog    *watchdog
 }
 
@@ -141,7 +140,7 @@ func NewRedis(client RedisClient, opts RedisOptions) *Redis {
 		opts.MaxBackoff = 500 * time.Millisecond
 	}
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
-	r := &Redis{client: client, scripts: newBatcher(client), opts: opts, leaseMillis: opts.TTL.Milliseconds(), sub: releases.New(client)}
+	r := &Redis{client: client, scripts: newBatcher(client), opts: opts, leaseMillis: opts.TTL.Milliseconds(), sub: newSubscriber(client)}
 	r.watchdog = newWatchdog(r)
 	return r
 }
@@ -156,7 +155,7 @@ func NewRedis(client RedisClient, opts RedisOptions) *Redis {
 // Close always returns nil.
 func (r *Redis) Close() error {
 	r.watchdog.close()
-	r.sub.Close()
+	r.sub.close()
 	return nil
 }
 
@@ -183,15 +182,15 @@ func (r *Redis) Obtain(ctx context.Context, keys ...string) (Lock, error) {
 
 	// Held. Subscribe before trying again: a release published between our
 	// failed attempt and the subscription would otherwise be missed.
-	w := r.sub.Watch(l.channels, nil)
-	defer w.Stop()
-	ready := w.Ready()
+	w := r.sub.watch(l.channels)
+	defer w.stop()
+	ready := w.ready
 	for attempt := 0; ; attempt++ {
 		timer := time.NewTimer(r.backoff(attempt, held.pttl))
 		select {
 		case <-ready:
 			ready = nil // subscribed: check once more, then wait for a push
-		case <-w.Wake():
+		case <-w.wake:
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()

@@ -190,9 +190,7 @@ func (lb *lockBackends) redlock(context.Context) (reservation.SeatLocker, error)
 		clients[i] = c
 	}
 	lb.logger.Info("lock service: redlock", "nodes", len(clients))
-	locks := redlock.New(clients, redlock.Options{TTL: lb.cfg.LockTTL, Fencing: true})
-	lb.b.closers = append(lb.b.closers, locks.Close)
-	return lb.measured(reservation.LockRedlock, locking.Distributed(locks)), nil
+	return lb.measured(reservation.LockRedlock, locking.Distributed(redlock.New(clients, redlock.Options{TTL: lb.cfg.LockTTL, Fencing: true}))), nil
 }
 
 // files builds the file strategy on lock files in LOCK_DIR.

@@ -35,7 +35,6 @@
 //     drift allowance (TTL/100 + 2ms), is still positive;
 //  3. otherwise releases on every node at once, including those that did
 //     not answer (their script may have run all the same), and tries again
-//     when a node announces a release of one of the keys (see Waiting), or
 //     after a jittered exponential backoff, until the caller's context
 //     ends.
 //
@@ -73,24 +72,12 @@
 // Every Obtain, Refresh and Release is one round trip to every node, sent
 // in parallel: the latency is that of the slowest node of a quorum, and
 // the load is N times that of one Redis. Fencing adds a second round
-// trip to Obtain when the nodes' fence counters disagree.
-//
-// # Waiting
-//
-// The release script of every node publishes on a channel per key it
-// deleted. A waiting Obtain, after its first failed attempt, subscribes to
-// its keys' channels on every node, tries once more when the nodes
-// confirm the subscriptions (a release before would otherwise go unseen),
-// and then tries whenever any node publishes: the first node to release
-// wakes it, and a wake-up that comes while it is trying is kept, so an
-// attempt that raced the holder's release on the other nodes is followed
-// at once by another. A lease that runs out publishes nothing: that is
-// noticed by the backoff, which never outlasts the shortest lease left on
-// a node that refused. Each node's client carries the waiters of a Locker
-// over one pub/sub connection (the one package distlock's Redis backend
-// uses), subscribed to a channel only while somebody waits on it; Close
-// stops those connections. Through a client that cannot subscribe,
-// waiters of that node poll.
+// trip to Obtain when the nodes' fence counters disagree. A waiting
+// Obtain polls, so a handoff takes up to a backoff interval. (Waking
+// waiters by pub/sub from every node was tried: it cut the handoff below
+// a millisecond, but waiters woken together split the vote more often,
+// and the winner of a split vote holds the lock on a bare quorum, which
+// one more node failure takes away.)
 //
 // # What Redlock promises, and what it does not
 //
@@ -158,7 +145,7 @@
 // # Summary
 //
 //	promises   mutual exclusion while nodes keep their data and clocks run at a sane rate; survives a minority of nodes down
-//	costs      one parallel round trip to N nodes per operation (two for Obtain with fencing when counters disagree); waiters woken by pub/sub
+//	costs      one parallel round trip to N nodes per operation (two for Obtain with fencing when counters disagree); waiters poll
 //	fails      a majority down: ErrUnavailable within a few NodeTimeouts, held locks lost at the end of their validity
 //	fencing    per-key counters, monotonic while no node loses data (appendonly yes)
 package redlock

@@ -37,7 +37,6 @@ func Example() {
 	nodes, clients, stop := exampleNodes(3)
 	defer stop()
 	locker := redlock.New(clients, redlock.Options{TTL: 10 * time.Second, Fencing: true})
-	defer locker.Close()
 	ctx := context.Background()
 
 	lock, err := locker.Obtain(ctx, "{screening-42}:C7", "{screening-42}:C8")
@@ -80,8 +79,6 @@ func ExampleLocker_TryObtain() {
 	// half a second leaves room for a loaded test machine.
 	opts := redlock.Options{NodeTimeout: 500 * time.Millisecond}
 	a, b := redlock.New(clients, opts), redlock.New(clients, opts)
-	defer a.Close()
-	defer b.Close()
 	ctx := context.Background()
 
 	lock, err := a.TryObtain(ctx, "{screening-42}:C7")

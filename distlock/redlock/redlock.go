@@ -14,7 +14,6 @@ import (
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 	"github.com/seatlock/seatlock/distlock/internal/luascript"
-	"github.com/seatlock/seatlock/distlock/internal/releases"
 )
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -51,9 +50,6 @@ var (
 // Client is what a Locker needs from the go-redis client of one node:
 // running scripts. *redis.Client satisfies it. Each node must be an
 // independent Redis server (not replicas of one another, not one Cluster).
-// A client that can also subscribe to channels (a Subscribe method like
-// *redis.Client's) lets waiters be woken by releases on that node;
-// through clients that cannot, waiters poll.
 type Client interface {
 	redis.Scripter
 }
@@ -93,17 +89,15 @@ type Options struct {
 
 // Locker is a distlock.Locker on N independent Redis servers with the
 // Redlock algorithm: a lock is held when a majority of the nodes granted
-// it, within its lease. It is safe for concurrent use. Call Close when
-// done with it: it stops the pub/sub connections that wake waiters.
+// it, within its lease. It is safe for concurrent use and holds no
+// resources of its own: there is nothing to close.
 type Locker struct {
 	clients []Client
-	subs    []*releases.Subscriber // subs[i] carries node i's releases; nil if its client cannot subscribe
-	opts    Options                // with defaults applied
-	quorum  int                    // N/2 + 1: any two quorums share a node
+	opts    Options // with defaults applied
+	quorum  int     // N/2 + 1: any two quorums share a node
 }
 
-// New returns a Locker on the nodes behind clients. It does no I/O: a
-// node's pub/sub connection opens with the first waiter. It
+// New returns a Locker on the nodes behind clients. It does no I/O. It
 // panics if there are no clients or opts are inconsistent: those are
 // programming errors. An even number of nodes works but buys nothing: 4
 // nodes need 3, and survive one failure like 3 nodes do.
@@ -139,33 +133,12 @@ func New(clients []Client, opts Options) *Locker {
 		opts.MaxBackoff = 200 * time.Millisecond
 	}
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
-	l := &Locker{clients: slices.Clone(clients), subs: make([]*releases.Subscriber, len(clients)), opts: opts, quorum: len(clients)/2 + 1}
-	for i, c := range clients {
-		if c, ok := c.(releases.Client); ok {
-			l.subs[i] = releases.New(c)
-		}
-	}
-	return l
-}
-
-// Close stops the pub/sub connections that wake waiting Obtains, and waits
-// for their goroutines. Obtains still waiting then poll; locks and their
-// watchdogs are not affected.
-func (l *Locker) Close() error {
-	for _, s := range l.subs {
-		if s != nil {
-			s.Close()
-		}
-	}
-	return nil
+	return &Locker{clients: slices.Clone(clients), opts: opts, quorum: len(clients)/2 + 1}
 }
 
 // Obtain takes every key, all or nothing, on a quorum of the nodes,
-// trying again until it succeeds or ctx ends; the lease never limits the
-// wait. Duplicate keys are taken once. After a failed attempt it
-// subscribes, on every node, to the release channels of the keys, and
-// tries again once subscribed; then it tries whenever a node publishes a
-// release, or after a jittered backoff when none does (a lease ran out).
+// retrying with jittered backoff until it succeeds or ctx ends; the lease
+// never limits the wait. Duplicate keys are taken once.
 //
 // When ctx ends first, the error is errors.Join(distlock.ErrNotAcquired,
 // ctx.Err()). When failed nodes put a quorum out of reach in
@@ -177,8 +150,6 @@ func (l *Locker) Obtain(ctx context.Context, keys ...string) (distlock.Lock, err
 		return nil, err
 	}
 	unavailable := 0
-	var w *waiter // after the first failed attempt
-	defer func() { w.stop() }()
 	for attempt := 0; ; attempt++ {
 		r := l.attempt(ctx, ks)
 		if r.lock != nil || r.err != nil {
@@ -191,74 +162,13 @@ func (l *Locker) Obtain(ctx context.Context, keys ...string) (distlock.Lock, err
 		} else {
 			unavailable = 0
 		}
-		wait := w.wait
-		if w == nil {
-			// Subscribe, and try again once subscribed: a release
-			// published before would otherwise go unseen.
-			w = l.watch(ks)
-			wait = w.subscribed
-		}
-		if err := wait(ctx, l.backoff(attempt, r.pttl)); err != nil {
-			return nil, errors.Join(distlock.ErrNotAcquired, err)
-		}
-	}
-}
-
-// waiter is a waiting Obtain's subscription to its keys' releases, on
-// every node whose client can subscribe.
-type waiter struct {
-	watches []*releases.Watch
-	wake    chan struct{} // shared by the watches; capacity 1
-}
-
-func (l *Locker) watch(ks *keySet) *waiter {
-	w := &waiter{wake: make(chan struct{}, 1)}
-	for _, s := range l.subs {
-		if s != nil {
-			w.watches = append(w.watches, s.Watch(ks.channels, w.wake))
-		}
-	}
-	return w
-}
-
-// subscribed returns once every node's subscription is in place, or after
-// d (a node that is down never confirms one), or with ctx's error.
-func (w *waiter) subscribed(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	for _, watch := range w.watches {
+		timer := time.NewTimer(l.backoff(attempt, r.pttl))
 		select {
-		case <-watch.Ready():
 		case <-timer.C:
-			return nil
 		case <-ctx.Done():
-			return ctx.Err()
+			timer.Stop()
+			return nil, errors.Join(distlock.ErrNotAcquired, ctx.Err())
 		}
-	}
-	return nil
-}
-
-// wait returns when a node published a release of a key since the last
-// wait, or after d, or with ctx's error.
-func (w *waiter) wait(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-w.wake:
-		return nil
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (w *waiter) stop() {
-	if w == nil {
-		return
-	}
-	for _, watch := range w.watches {
-		watch.Stop()
 	}
 }
 
@@ -407,7 +317,7 @@ func (l *Locker) raise(ctx context.Context, ks *keySet, token string, fences []i
 // that failed.
 func (l *Locker) releaseAll(ctx context.Context, ks *keySet, token string) (held int, failed []error) {
 	replies := fanOut(ctx, l, func(ctx context.Context, _ int, c Client) (int, error) {
-		return releaseScript.Run(ctx, c, ks.lockKeys, ks.releaseArgs(token)...).Int()
+		return releaseScript.Run(ctx, c, ks.lockKeys, token).Int()
 	})
 	for i, r := range replies {
 		switch {
@@ -474,18 +384,6 @@ type keySet struct {
 	keys        []string // the caller's keys, without duplicates, in order
 	lockKeys    []string // lockKeys[i] holds the owner token of keys[i]
 	acquireKeys []string // pairs of (lock key, fence counter)
-	channels    []string // channels[i] announces the releases of keys[i]
-}
-
-// releaseArgs returns release.lua's ARGV: the owner token, then the
-// channels.
-func (ks *keySet) releaseArgs(token string) []any {
-	args := make([]any, 0, 1+len(ks.channels))
-	args = append(args, token)
-	for _, c := range ks.channels {
-		args = append(args, c)
-	}
-	return args
 }
 
 func (l *Locker) keySet(keys []string) (*keySet, error) {
@@ -500,7 +398,6 @@ func (l *Locker) keySet(keys []string) (*keySet, error) {
 		ks.keys = append(ks.keys, k)
 		ks.lockKeys = append(ks.lockKeys, l.lockKey(k))
 		ks.acquireKeys = append(ks.acquireKeys, l.lockKey(k), l.fenceKey(k))
-		ks.channels = append(ks.channels, l.opts.Prefix+"released:"+k)
 	}
 	return ks, nil
 }

@@ -33,9 +33,7 @@ func testOptions() redlock.Options {
 // another process would have.
 func newLocker(t testing.TB, servers []*server, opts redlock.Options) *redlock.Locker {
 	t.Helper()
-	l := redlock.New(clients(t, servers), opts)
-	t.Cleanup(func() { _ = l.Close() })
-	return l
+	return redlock.New(clients(t, servers), opts)
 }
 
 func TestConformance(t *testing.T) {
@@ -53,7 +51,7 @@ func TestConformance(t *testing.T) {
 		NewNonRenewing: locker(-1),
 		Expire: func(t *testing.T, key string) {
 			// As if the lease had run out: on every node.
-			lockKey := newLocker(t, servers, redlock.Options{}).LockKeyForTest(key)
+			lockKey := redlock.New(clients(t, servers), redlock.Options{}).LockKeyForTest(key)
 			for _, s := range servers {
 				if n, err := s.client(t).Del(t.Context(), lockKey).Result(); err != nil || n != 1 {
 					t.Fatalf("delete %s on %s = %d, %v; want 1, nil", lockKey, s.Addr, n, err)
@@ -325,18 +323,6 @@ func TestTokenWithoutFencing(t *testing.T) {
 func withRenewEvery(opts redlock.Options, every time.Duration) redlock.Options {
 	opts.RenewEvery = every
 	return opts
-}
-
-// TestReleaseWakesWaiter checks that a waiting Obtain is woken by the
-// nodes' release notifications rather than by its backoff: with a backoff
-// and a lease of a minute (the backoff never outlasts the lease left), a
-// waiter that only polled would still be asleep when its context ends.
-func TestReleaseWakesWaiter(t *testing.T) {
-	servers := startServers(t, 3)
-	opts := testOptions()
-	opts.TTL, opts.MinBackoff, opts.MaxBackoff = time.Minute, time.Minute, time.Minute
-	key := "{wake}:" + uuid.NewString()
-	distlocktest.ReleaseWakesWaiter(t, newLocker(t, servers, opts), newLocker(t, servers, opts), []string{key}, []string{key})
 }
 
 // TestNodeAllOrNothing checks that a node on which one of the keys is held
