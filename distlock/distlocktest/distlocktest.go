@@ -152,6 +152,42 @@ func ExclusionOnKeys(t *testing.T, l distlock.Locker, keys []string, perKey, rou
 	}
 }
 
+// ReleaseWakesWaiter takes the keys held on holder, starts an Obtain of
+// wanted on waiter, and releases held once the waiter is waiting: it fails
+// t unless the waiter then gets its keys within 10 seconds. It is for a
+// backend's test that a release wakes its waiters: give waiter a backoff
+// (and the locks a lease) longer than that, so that a waiter that only
+// polled would still be asleep when its context ends.
+func ReleaseWakesWaiter(t *testing.T, holder, waiter TryLocker, held, wanted []string) {
+	t.Helper()
+	lock, err := holder.TryObtain(t.Context(), held...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() {
+		lock, err := waiter.Obtain(ctx, wanted...)
+		if err == nil {
+			err = lock.Release(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // the waiter is waiting by now
+	select {
+	case err := <-got:
+		t.Fatalf("Obtain(%q) returned while %q was held: %v", wanted, held, err)
+	default:
+	}
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("Obtain(%q) after the release of %q: %v (not woken by the release)", wanted, held, err)
+	}
+}
+
 // contention is what contend observed.
 type contention struct {
 	sections    int   // critical sections run

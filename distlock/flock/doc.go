@@ -46,12 +46,29 @@
 // # Waiting
 //
 // flock can block, but a blocked flock cannot be interrupted by a context.
-// So an attempt takes every key with LOCK_NB, in sorted order, gives back
-// what it took if one is held, and sleeps a jittered exponential backoff
-// (MinBackoff to MaxBackoff) before the next attempt. A waiter never holds
-// a key, so waiters cannot deadlock, and a release is noticed within
-// MaxBackoff. There is no queue: waiters are served in no particular
+// So an attempt takes every key with LOCK_NB, in sorted order, and gives
+// back what it took if one is held: a waiter never holds a key, so waiters
+// cannot deadlock. There is no queue: waiters are served in no particular
 // order.
+//
+// Between attempts a waiter sleeps until a release wakes it, or a jittered
+// exponential backoff (MinBackoff to MaxBackoff) runs out. On Linux the
+// wake-up comes from the kernel, through inotify: Release, after the
+// unlock, opens the key's lock file for writing and closes it, and every
+// waiter watching that file sees IN_CLOSE_WRITE. Attempts open lock files
+// read-only, so a waiter's failed attempt wakes nobody, and waiters cannot
+// wake each other into a busy loop. The waiter sets its watch up after its
+// first failed attempt and then tries once more, so a release between the
+// two is not missed. The inotify descriptor waits in the runtime's poller,
+// where a read deadline, moved to now when the context ends, cuts the wait
+// short. A closed inotify descriptor costs the kernel a grace period of
+// several milliseconds, so a Locker keeps the descriptors of waiters that
+// are done for the next ones, with their watches removed.
+//
+// What wakes nobody is noticed within the backoff: a holder that died (the
+// kernel frees its keys but announces nothing), a key freed by another
+// waiter's all-or-nothing attempt giving it back, and everything on
+// systems without inotify.
 //
 // # Fencing
 //
@@ -74,5 +91,5 @@
 // # In the backend table
 //
 //	| backend | promises | costs | fails when | fencing |
-//	| file    | exclusion among processes of one host; freed at once when the holder dies | a few syscalls and an fsync per key per Obtain; polling while waiting | the lock file is removed; several hosts (NFS) | counter file per key, fsynced |
+//	| file    | exclusion among processes of one host; freed at once when the holder dies | a few syscalls and an fsync per key per Obtain; waiters woken by inotify (Linux), else polling | the lock file is removed; several hosts (NFS) | counter file per key, fsynced |
 package flock

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,18 +32,21 @@ type Options struct {
 	RenewEvery time.Duration
 
 	// MinBackoff and MaxBackoff bound the jittered exponential backoff with
-	// which a waiting Obtain tries the keys again: flock has no wait that a
-	// context can end, so waiters poll. Defaults 1ms and 50ms.
+	// which a waiting Obtain tries the keys again when no release wakes it
+	// (a holder that died, a system without inotify; see the package
+	// doc). Defaults 1ms and 50ms.
 	MinBackoff, MaxBackoff time.Duration
 }
 
 // Locker is a distlock.Locker on flock(2) locks, one lock file per key in a
 // directory, for the processes of one host. A Locker is safe for
 // concurrent use; it owns no goroutine beyond those of held locks, and
-// needs no Close.
+// needs no Close: the descriptors with which its waiters watch for
+// releases are closed when the Locker is garbage collected.
 type Locker struct {
-	dir  string
-	opts Options // with defaults applied
+	dir     string
+	opts    Options // with defaults applied
+	watches *watchPool
 }
 
 // New returns a Locker on the lock files in dir, which it creates (with its
@@ -62,7 +66,9 @@ func New(dir string, opts Options) (*Locker, error) {
 		opts.MaxBackoff = 50 * time.Millisecond
 	}
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
-	return &Locker{dir: dir, opts: opts}, nil
+	l := &Locker{dir: dir, opts: opts, watches: &watchPool{}}
+	runtime.AddCleanup(l, (*watchPool).close, l.watches)
+	return l, nil
 }
 
 // Path returns the lock file of key: the hex SHA-256 of the key, so that
@@ -81,9 +87,10 @@ func (l *Locker) fencePath(key string) string {
 
 // Obtain takes every key, all or nothing, waiting until the keys are free or
 // ctx ends. Duplicate keys are taken once. Each attempt tries every key
-// without blocking and gives back those it got if one is held, then sleeps
-// a jittered backoff: a waiter never holds a key, so waiters cannot
-// deadlock.
+// without blocking and gives back those it got if one is held, then waits
+// for a release of one of the keys (see the package doc, "Waiting") or a
+// jittered backoff, whichever comes first: a waiter never holds a key, so
+// waiters cannot deadlock.
 //
 // When ctx ends first, the error is errors.Join(distlock.ErrNotAcquired,
 // ctx.Err()). An error from the file system (the directory is not
@@ -93,17 +100,26 @@ func (l *Locker) Obtain(ctx context.Context, keys ...string) (distlock.Lock, err
 	if err != nil {
 		return nil, err
 	}
+	var watch *releaseWatch // set up after the first attempt fails
+	defer func() { l.watches.put(watch) }()
 	for attempt := 0; ; attempt++ {
 		lk, err := l.try(ctx, ks)
 		if lk != nil || (err != nil && !errors.Is(err, distlock.ErrNotAcquired)) {
 			return lk, err
 		}
-		timer := time.NewTimer(l.backoff(attempt))
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, errors.Join(distlock.ErrNotAcquired, ctx.Err())
+		if attempt == 0 {
+			// Watch first, then try again at once: a release between
+			// the attempt and the watch would otherwise go unseen.
+			paths := make([]string, len(ks))
+			for i, k := range ks {
+				paths[i] = l.Path(k)
+			}
+			if watch = l.watches.get(paths); watch != nil {
+				continue
+			}
+		}
+		if err := watch.wait(ctx, l.backoff(attempt)); err != nil {
+			return nil, errors.Join(distlock.ErrNotAcquired, err)
 		}
 	}
 }
@@ -172,7 +188,9 @@ var errHeld = errors.New("flock: held")
 // with the new file.
 func lockFile(path string) (*os.File, error) {
 	for {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		// Read-only: an attempt that fails closes the file without the
+		// IN_CLOSE_WRITE that wakes waiters (see announce).
+		f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o644)
 		if err != nil {
 			return nil, err
 		}
@@ -247,10 +265,9 @@ func (l *Locker) nextFence(ctx context.Context, key string) (int64, error) {
 		if !errors.Is(err, errHeld) {
 			return 0, err
 		}
-		select { // held for the few microseconds of an increment
-		case <-time.After(l.backoff(attempt)):
-		case <-ctx.Done():
-			return 0, ctx.Err()
+		// Held for the few microseconds of an increment.
+		if err := lockstate.Sleep(ctx, l.backoff(attempt)); err != nil {
+			return 0, err
 		}
 	}
 	buf := make([]byte, 64)
@@ -282,6 +299,17 @@ func (l *Locker) nextFence(ctx context.Context, key string) (int64, error) {
 // jittered exponential between MinBackoff and MaxBackoff.
 func (l *Locker) backoff(attempt int) time.Duration {
 	return lockstate.Backoff(attempt, l.opts.MinBackoff, l.opts.MaxBackoff, -1)
+}
+
+// announce tells the waiters on the lock file at path that it was
+// released: it opens the file for writing and closes it, which inotify
+// reports to their watches as IN_CLOSE_WRITE (see releaseWatch). It runs
+// after the unlock, so a waiter woken by it finds the key free. A holder
+// that dies announces nothing: its waiters notice within their backoff.
+func announce(path string) {
+	if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+		_ = f.Close()
+	}
 }
 
 // distinctSorted returns keys without duplicates, sorted: the order in

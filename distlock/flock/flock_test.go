@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -223,5 +224,28 @@ func TestNewRefusesAFile(t *testing.T) {
 	}
 	if _, err := flock.New(f, flock.Options{}); err == nil {
 		t.Fatal("New on a regular file succeeded")
+	}
+}
+
+// TestReleaseWakesWaiter checks that a Release wakes a waiting Obtain (on
+// Linux, through inotify) instead of leaving it to its backoff: with a
+// backoff of a minute, a waiter that only polled would still be asleep
+// when its context ends.
+func TestReleaseWakesWaiter(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("waiters are woken through inotify, on Linux only; elsewhere they poll")
+	}
+	for _, tc := range []struct {
+		name         string
+		held, wanted []string
+	}{
+		{"one key", []string{"A1"}, []string{"A1"}},
+		{"one of two keys", []string{"B1", "B2"}, []string{"B2", "B3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			opts := flock.Options{MinBackoff: time.Minute, MaxBackoff: time.Minute}
+			distlocktest.ReleaseWakesWaiter(t, newLocker(t, dir, opts), newLocker(t, dir, opts), tc.held, tc.wanted)
+		})
 	}
 }

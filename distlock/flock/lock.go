@@ -122,6 +122,7 @@ func (lk *lock) Release(context.Context) error {
 		// open file lived on in a child process.
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		_ = f.Close()
+		announce(f.Name())
 	}
 	if lostErr != nil {
 		return fmt.Errorf("%w: %v", distlock.ErrNotHeld, lostErr)

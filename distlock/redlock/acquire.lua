@@ -15,11 +15,19 @@
 -- Returns {1, counter_1, counter_2, ...} when every key was free and is now
 -- taken (the counters are 0 without fencing); or {0, pttl} when a key is
 -- held, pttl being what is left of its lease in milliseconds (-1: none).
+--
+-- Each key is taken with SET NX PX, which takes a free key and leaves a
+-- held one alone. When a key turns out to be held, the keys this call took
+-- before it are deleted again; a script runs with nothing else in
+-- between, so nobody ever sees them taken: all or nothing. For one free
+-- key this is SET, and INCR with fencing.
 
 for i = 1, #KEYS, 2 do
-  local pttl = redis.call("PTTL", KEYS[i])
-  if pttl ~= -2 then
-    return {0, pttl}
+  if not redis.call("SET", KEYS[i], ARGV[1], "NX", "PX", ARGV[2]) then
+    for j = 1, i - 2, 2 do
+      redis.call("DEL", KEYS[j])
+    end
+    return {0, redis.call("PTTL", KEYS[i])}
   end
 end
 
@@ -30,7 +38,6 @@ if ARGV[3] == "1" then
 end
 local reply = {1}
 for i = 1, #KEYS, 2 do
-  redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])
   if ARGV[3] == "1" then
     local fence = math.max(tonumber(redis.call("GET", KEYS[i + 1]) or "0") + 1, now)
     redis.call("SET", KEYS[i + 1], string.format("%.0f", fence))

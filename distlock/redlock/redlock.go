@@ -77,7 +77,8 @@ type Options struct {
 	Prefix string
 
 	// Fencing makes Obtain issue fencing tokens (see the package doc for
-	// when they are monotonic). It costs a second round trip per Obtain.
+	// when they are monotonic). It costs a second round trip per Obtain
+	// when the nodes' counters disagree (see the package doc).
 	// Without it, Lock.Token returns 0.
 	Fencing bool
 
@@ -210,7 +211,8 @@ type attemptResult struct {
 }
 
 // attempt is one round of Redlock: the acquire script on every node at
-// once, each bounded by NodeTimeout; with fencing, a second round that
+// once, each bounded by NodeTimeout; with fencing, unless a quorum of the
+// granting nodes agree on every counter already, a second round that
 // raises the fence counters on the nodes that granted. The lock holds iff a
 // quorum granted (and raised) and the validity, TTL minus the time spent
 // minus the drift allowance, is still positive. Otherwise every node is
@@ -251,7 +253,7 @@ func (l *Locker) attempt(ctx context.Context, ks *keySet) attemptResult {
 	}
 
 	ok := len(granted) >= l.quorum && time.Now().Before(deadline)
-	if ok && l.opts.Fencing {
+	if ok && l.opts.Fencing && !agreeingQuorum(replies, granted, fences, l.quorum) {
 		ok = l.raise(ctx, ks, token, fences, granted) >= l.quorum && time.Now().Before(deadline)
 	}
 	if ok {
@@ -268,6 +270,23 @@ func (l *Locker) attempt(ctx context.Context, ks *keySet) attemptResult {
 			ErrUnavailable, ks.keys, len(failed), len(l.clients), errors.Join(failed...))
 	}
 	return res
+}
+
+// agreeingQuorum reports whether a quorum of the granting nodes already
+// returned the fencing token of every key as its counter: then those
+// counters were set to the tokens by the acquire script itself, while the
+// node took the keys, which is all that raise.lua would do, and the second
+// round trip can be skipped. It is the common case: counters drift apart
+// only when an attempt fails on some nodes or a node misses increments
+// while it is down.
+func agreeingQuorum(replies []reply[[]int64], granted []int, fences []int64, quorum int) bool {
+	agreeing := 0
+	for _, i := range granted {
+		if slices.Equal(replies[i].val[1:], fences) {
+			agreeing++
+		}
+	}
+	return agreeing >= quorum
 }
 
 // raise runs raise.lua on the nodes that granted, so that their fence
@@ -337,19 +356,24 @@ type reply[T any] struct {
 }
 
 // fanOut runs call on every node at once, each with its own deadline of
-// NodeTimeout, and waits for all of them: the goroutines it starts end
-// before it returns. replies[i] is the answer of node i.
+// NodeTimeout from when its call starts (on a loaded machine the calls do
+// not all start at once), and waits for all of them: the goroutines it
+// starts end before it returns. The calling goroutine makes the last call
+// itself. replies[i] is the answer of node i.
 func fanOut[T any](ctx context.Context, l *Locker, call func(ctx context.Context, node int, c Client) (T, error)) []reply[T] {
 	replies := make([]reply[T], len(l.clients))
-	var wg sync.WaitGroup
-	for i, c := range l.clients {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, l.opts.NodeTimeout)
-			defer cancel()
-			v, err := call(ctx, i, c)
-			replies[i] = reply[T]{v, err} // each goroutine writes its own element
-		})
+	one := func(i int, c Client) {
+		ctx, cancel := context.WithTimeout(ctx, l.opts.NodeTimeout)
+		defer cancel()
+		v, err := call(ctx, i, c)
+		replies[i] = reply[T]{v, err} // each call writes its own element
 	}
+	last := len(l.clients) - 1
+	var wg sync.WaitGroup
+	for i, c := range l.clients[:last] {
+		wg.Go(func() { one(i, c) })
+	}
+	one(last, l.clients[last])
 	wg.Wait()
 	return replies
 }

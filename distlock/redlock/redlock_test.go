@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/distlocktest"
@@ -271,6 +274,79 @@ func TestFencingSurvivesDataLoss(t *testing.T) {
 	}
 }
 
+// TestFencingRoundTrips checks that Obtain sends the raise script only
+// when the granting nodes disagree on a counter: counted as the scripts
+// each node ran (INFO commandstats) during one Obtain.
+func TestFencingRoundTrips(t *testing.T) {
+	servers := startServers(t, 3)
+	locker := newLocker(t, servers, testOptions())
+	for _, tc := range []struct {
+		name      string
+		node0     int64 // node 0's counter before the Obtain; the others' are 0
+		want      int64 // scripts run on node 0: acquire, and raise if needed
+		wantTok   int64
+		behaviour string
+	}{
+		{"agreeing counters", 0, 1, 1, "no raise"},
+		{"node 0 ahead", 100, 2, 101, "raise"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "{rounds}:" + uuid.NewString()
+			// The first Obtain loads the scripts (NOSCRIPT, then EVAL).
+			warm, err := locker.Obtain(t.Context(), "{rounds}:warm-"+uuid.NewString())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := warm.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			node0 := servers[0].client(t)
+			if err := node0.Set(t.Context(), locker.FenceKeyForTest(key), tc.node0, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := node0.ConfigResetStat(t.Context()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			lock, err := locker.Obtain(t.Context(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scripts := evalshaCalls(t, node0)
+			if err := lock.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if got := lock.Token(key); got != tc.wantTok {
+				t.Errorf("token = %d, want %d", got, tc.wantTok)
+			}
+			if scripts != tc.want {
+				t.Errorf("Obtain ran %d scripts on node 0, want %d (%s)", scripts, tc.want, tc.behaviour)
+			}
+		})
+	}
+}
+
+// evalshaCalls returns how many EVALSHA commands the server behind c ran
+// since its statistics were reset.
+func evalshaCalls(t *testing.T, c *redis.Client) int64 {
+	t.Helper()
+	info, err := c.Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	return 0
+}
+
 // TestTokenWithoutFencing checks that a Locker without Fencing issues no
 // tokens.
 func TestTokenWithoutFencing(t *testing.T) {
@@ -289,4 +365,25 @@ func TestTokenWithoutFencing(t *testing.T) {
 func withRenewEvery(opts redlock.Options, every time.Duration) redlock.Options {
 	opts.RenewEvery = every
 	return opts
+}
+
+// TestNodeAllOrNothing checks that a node on which one of the keys is held
+// takes none of them, even when the lock is won on the other nodes: the
+// acquire script gives back the keys it took before the held one.
+func TestNodeAllOrNothing(t *testing.T) {
+	servers := startServers(t, 3)
+	locker := newLocker(t, servers, testOptions())
+	free, held := "{node}:A-"+uuid.NewString(), "{node}:B-"+uuid.NewString()
+	node0 := servers[0].client(t)
+	if err := node0.Set(t.Context(), locker.LockKeyForTest(held), "another owner", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := locker.TryObtain(t.Context(), free, held)
+	if err != nil {
+		t.Fatalf("TryObtain with the keys free on 2 of 3 nodes: %v", err)
+	}
+	defer lock.Release(t.Context())
+	if n, err := node0.Exists(t.Context(), locker.LockKeyForTest(free)).Result(); err != nil || n != 0 {
+		t.Fatalf("node 0, where %q is held, has %q taken: EXISTS = %d, %v; want 0", held, free, n, err)
+	}
 }

@@ -11,6 +11,7 @@
 package lockstate
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	mathrand "math/rand/v2"
@@ -135,6 +136,19 @@ func Backoff(attempt int, minimum, maximum, pttl time.Duration) time.Duration {
 		d = pttl + time.Millisecond
 	}
 	return d
+}
+
+// Sleep waits for d, or returns ctx's error once ctx ends: a waiter's
+// backoff.
+func Sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // LeaseEnd returns until when a lease of ttl, set by a request sent at
