@@ -5,12 +5,14 @@
 --   KEYS[i]     the lock key, whose value is the holder's owner token
 --   KEYS[i + 1] the fence counter of that key, which never expires
 -- ARGV[1] is the new holder's owner token, ARGV[2] the lease in
--- milliseconds, ARGV[3] is "1" when fencing tokens are wanted.
+-- milliseconds, ARGV[3] is "1" when fencing tokens are wanted, ARGV[4] the
+-- client's clock in microseconds, the same for every node of the attempt.
 --
 -- With fencing, the counter of a key becomes the larger of itself plus one
--- and the node's clock in microseconds, written as digits (Lua would write
--- a number this large in exponent form): see "Fencing, as far as Redlock
--- allows" in doc.go.
+-- and ARGV[4], written as digits (Lua would write a number this large in
+-- exponent form): see "Fencing, as far as Redlock allows" in doc.go. The
+-- clock is the client's, not the node's, so that nodes whose counters
+-- agreed before agree after, and no raise round is needed.
 --
 -- Returns {1, counter_1, counter_2, ...} when every key was free and is now
 -- taken (the counters are 0 without fencing); or {0, pttl} when a key is
@@ -20,7 +22,7 @@
 -- held one alone. When a key turns out to be held, the keys this call took
 -- before it are deleted again; a script runs with nothing else in
 -- between, so nobody ever sees them taken: all or nothing. For one free
--- key this is SET, and INCR with fencing.
+-- key this is SET, and with fencing GET and SET.
 
 for i = 1, #KEYS, 2 do
   if not redis.call("SET", KEYS[i], ARGV[1], "NX", "PX", ARGV[2]) then
@@ -31,11 +33,7 @@ for i = 1, #KEYS, 2 do
   end
 end
 
-local now = 0
-if ARGV[3] == "1" then
-  now = redis.call("TIME")
-  now = tonumber(now[1]) * 1000000 + tonumber(now[2])
-end
+local now = tonumber(ARGV[4])
 local reply = {1}
 for i = 1, #KEYS, 2 do
   if ARGV[3] == "1" then

@@ -112,8 +112,10 @@
 //
 // With Options.Fencing, the acquire script also moves a counter per key
 // on each node, which never expires, to the larger of itself plus one and
-// the node's clock in microseconds (as the single-server lock does, see
-// the distlock package doc). The token of a key is the highest
+// the client's clock in microseconds, read once per attempt and sent to
+// every node (the single-server lock uses its server's clock instead, see
+// the distlock package doc; here one reading for all nodes keeps their
+// counters in agreement). The token of a key is the highest
 // counter among the nodes that granted. Before Obtain returns, a second
 // script raises the counter of the key to that token on every granting
 // node that still holds the lock, and the lock is held only if a quorum
@@ -135,11 +137,11 @@
 // quorum may miss the node with the highest counter.
 //
 // When a node restarts without persistence its counters are gone; the
-// token it issues next is its clock, which is above every token issued
-// before the restart (a token is never ahead of the clock of its issue:
-// one key is not taken twice within a microsecond), as long as the node's
-// clock did not step back and the nodes' clocks agree within the time a
-// restart takes. So the fenced write keeps accepting the next holder. The
+// token it issues next is at least the attempt's clock reading, which is
+// above every token issued before the restart (a token is never ahead of
+// the clock of its issue: one key is not taken twice within a
+// microsecond), as long as the clients' clocks agree within the time a
+// restart takes and do not step back. So the fenced write keeps accepting the next holder. The
 // restart can still break exclusion: the restarted node forgets the locks
 // it granted, and may grant one again that is still held elsewhere.
 // Run the nodes with appendonly yes where exclusion matters. A consensus

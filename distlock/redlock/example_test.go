@@ -22,11 +22,6 @@ func exampleNodes(n int) (nodes []*miniredis.Miniredis, clients []redlock.Client
 		if err := m.Start(); err != nil {
 			panic(err) // a test binary that cannot listen on loopback cannot run examples
 		}
-		// The node's clock reads the Unix epoch, so that the fencing
-		// tokens of the examples count from 1; a real node's tokens are at
-		// least its clock in microseconds ("Fencing, as far as Redlock
-		// allows" in the package doc).
-		m.SetTime(time.Unix(0, 0))
 		c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
 		nodes, clients = append(nodes, m), append(clients, c)
 	}
@@ -41,7 +36,11 @@ func exampleNodes(n int) (nodes []*miniredis.Miniredis, clients []redlock.Client
 func Example() {
 	nodes, clients, stop := exampleNodes(3)
 	defer stop()
-	locker := redlock.New(clients, redlock.Options{TTL: 10 * time.Second, Fencing: true})
+	// The fence clock reads the Unix epoch, so that the tokens count from
+	// 1; by default a token is at least the client's clock in microseconds
+	// ("Fencing, as far as Redlock allows" in the package doc).
+	epoch := func() time.Time { return time.Unix(0, 0) }
+	locker := redlock.New(clients, redlock.Options{TTL: 10 * time.Second, Fencing: true, FenceClock: epoch})
 	ctx := context.Background()
 
 	lock, err := locker.Obtain(ctx, "{screening-42}:C7", "{screening-42}:C8")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -81,6 +82,11 @@ type Options struct {
 	// when the nodes' counters disagree (see the package doc).
 	// Without it, Lock.Token returns 0.
 	Fencing bool
+
+	// FenceClock is the clock fencing tokens start from: a token is at
+	// least its reading in microseconds. Nil is time.Now; the examples set
+	// the Unix epoch, so that their tokens read 1, 2.
+	FenceClock func() time.Time
 
 	// MinBackoff and MaxBackoff bound the jittered exponential backoff
 	// between attempts of a waiting Obtain. Defaults 5ms and 200ms.
@@ -226,8 +232,16 @@ func (l *Locker) attempt(ctx context.Context, ks *keySet) attemptResult {
 	if l.opts.Fencing {
 		fencing = "1"
 	}
+	// One clock reading for every node, so that nodes whose counters agree
+	// give the same token, and the raise round can be skipped (see
+	// acquire.lua).
+	clock := start
+	if l.opts.FenceClock != nil {
+		clock = l.opts.FenceClock()
+	}
+	now := strconv.FormatInt(clock.UnixMicro(), 10)
 	replies := fanOut(ctx, l, func(ctx context.Context, _ int, c Client) ([]int64, error) {
-		return acquireScript.Run(ctx, c, ks.acquireKeys, token, l.opts.TTL.Milliseconds(), fencing).Int64Slice()
+		return acquireScript.Run(ctx, c, ks.acquireKeys, token, l.opts.TTL.Milliseconds(), fencing, now).Int64Slice()
 	})
 
 	res := attemptResult{pttl: -1}
