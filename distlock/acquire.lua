@@ -13,15 +13,18 @@
 -- one alone. When the i-th key turns out to be held, the keys this call took
 -- before it are deleted again. A script runs with nothing else in between,
 -- so nobody ever sees those keys taken: all or nothing. In the common case,
--- one free key, this is four commands: SET, TIME, GET and SET.
+-- one free key, this is three commands: SET, TIME and INCR.
 --
--- A fencing token is the larger of the key's counter plus one and the
--- server's clock in microseconds, and becomes the new counter. The counter
--- alone makes tokens increase while Redis keeps its data; the clock makes
--- them increase across a restart that lost the counter, or a failover to a
--- replica that never saw it: a token issued later carries a later time
--- (see "Fencing tokens" in doc.go). The token is written as a string of
--- digits: Lua would write a number this large in exponent form.
+-- A fencing token is the key's counter plus one, or the server's clock in
+-- microseconds when the counter has fallen more than a second behind it,
+-- and becomes the new counter. The counter makes tokens increase while
+-- Redis keeps its data; the clock makes them increase across a restart
+-- that lost the counter, or a failover to a replica that never saw it: a
+-- token is never ahead of the clock at its issue, and one issued later
+-- carries a later time (see "Fencing tokens" in doc.go). Allowing the
+-- counter to lag the clock by a second keeps the common case to TIME and
+-- INCR. A token set from the clock is written as a string of digits: Lua
+-- would write a number this large in exponent form.
 
 local n = #KEYS / 2
 
@@ -38,8 +41,11 @@ local now = redis.call("TIME")
 now = tonumber(now[1]) * 1000000 + tonumber(now[2])
 local reply = {1}
 for i = 1, n do
-  local fence = math.max(tonumber(redis.call("GET", KEYS[n + i]) or "0") + 1, now)
-  redis.call("SET", KEYS[n + i], string.format("%.0f", fence))
+  local fence = redis.call("INCR", KEYS[n + i])
+  if fence < now - 1000000 then
+    fence = now
+    redis.call("SET", KEYS[n + i], string.format("%.0f", fence))
+  end
   reply[i + 1] = fence
 end
 return reply

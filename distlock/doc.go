@@ -63,9 +63,10 @@
 // refuses a write whose token is older than the last one it saw for that
 // seat. The pausing holder's write then fails instead of double-booking.
 //
-// The token is issued by the script that takes the key: the larger of the
-// key's fence counter plus one and the server's clock in microseconds
-// (TIME), and it becomes the counter, a key that never expires. The
+// The token is issued by the script that takes the key: the key's fence
+// counter plus one, or the server's clock in microseconds (TIME) when the
+// counter has fallen more than a second behind it; it becomes the counter,
+// a key that never expires. The
 // counter makes tokens strictly increase while Redis keeps its data. The
 // clock makes them increase across a loss of the data too (a restart
 // without persistence, a failover to a replica that never saw the last

@@ -8,9 +8,10 @@
 -- milliseconds, ARGV[3] is "1" when fencing tokens are wanted, ARGV[4] the
 -- client's clock in microseconds, the same for every node of the attempt.
 --
--- With fencing, the counter of a key becomes the larger of itself plus one
--- and ARGV[4], written as digits (Lua would write a number this large in
--- exponent form): see "Fencing, as far as Redlock allows" in doc.go. The
+-- With fencing, the counter of a key becomes itself plus one, or ARGV[4]
+-- when it has fallen more than a second behind that clock (written as
+-- digits: Lua would write a number this large in exponent form): see
+-- "Fencing, as far as Redlock allows" in doc.go. The
 -- clock is the client's, not the node's, so that nodes whose counters
 -- agreed before agree after, and no raise round is needed.
 --
@@ -22,7 +23,7 @@
 -- held one alone. When a key turns out to be held, the keys this call took
 -- before it are deleted again; a script runs with nothing else in
 -- between, so nobody ever sees them taken: all or nothing. For one free
--- key this is SET, and with fencing GET and SET.
+-- key this is SET, and with fencing INCR.
 
 for i = 1, #KEYS, 2 do
   if not redis.call("SET", KEYS[i], ARGV[1], "NX", "PX", ARGV[2]) then
@@ -37,8 +38,11 @@ local now = tonumber(ARGV[4])
 local reply = {1}
 for i = 1, #KEYS, 2 do
   if ARGV[3] == "1" then
-    local fence = math.max(tonumber(redis.call("GET", KEYS[i + 1]) or "0") + 1, now)
-    redis.call("SET", KEYS[i + 1], string.format("%.0f", fence))
+    local fence = redis.call("INCR", KEYS[i + 1])
+    if fence < now - 1000000 then
+      fence = now
+      redis.call("SET", KEYS[i + 1], string.format("%.0f", fence))
+    end
     reply[#reply + 1] = fence
   else
     reply[#reply + 1] = 0

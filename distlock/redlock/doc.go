@@ -111,9 +111,9 @@
 // # Fencing, as far as Redlock allows
 //
 // With Options.Fencing, the acquire script also moves a counter per key
-// on each node, which never expires, to the larger of itself plus one and
-// the client's clock in microseconds, read once per attempt and sent to
-// every node (the single-server lock uses its server's clock instead, see
+// on each node, which never expires, to itself plus one, or to the
+// client's clock in microseconds when it has fallen more than a second
+// behind that clock, read once per attempt and sent to every node (the single-server lock uses its server's clock instead, see
 // the distlock package doc; here one reading for all nodes keeps their
 // counters in agreement). The token of a key is the highest
 // counter among the nodes that granted. Before Obtain returns, a second
