@@ -117,14 +117,19 @@ func (f *fakeAPI) createScreening(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeAPI) getScreening(w http.ResponseWriter, r *http.Request) {
+	writeFound(f, w, f.screenings, r.PathValue("id"), func(s *fakeScreening) any { return s.screening })
+}
+
+// writeFound answers 200 with view of m[id], read under f.mu, or 404.
+func writeFound[T any](f *fakeAPI, w http.ResponseWriter, m map[string]T, id string, view func(T) any) {
 	f.mu.Lock()
-	s, ok := f.screenings[r.PathValue("id")]
+	v, ok := m[id]
 	f.mu.Unlock()
 	if !ok {
 		writeError(w, http.StatusNotFound, "not_found", nil)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.screening)
+	writeJSON(w, http.StatusOK, view(v))
 }
 
 func (f *fakeAPI) getSeats(w http.ResponseWriter, r *http.Request) {
@@ -148,14 +153,7 @@ func (f *fakeAPI) getSeats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeAPI) getBooking(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	b, ok := f.bookings[r.PathValue("id")]
-	f.mu.Unlock()
-	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", nil)
-		return
-	}
-	writeJSON(w, http.StatusOK, b)
+	writeFound(f, w, f.bookings, r.PathValue("id"), func(b booking) any { return b })
 }
 
 func (f *fakeAPI) book(w http.ResponseWriter, r *http.Request) {

@@ -195,17 +195,10 @@ func keyID(namespace, key string) int64 {
 // error from Postgres (it cannot be reached, the fence table cannot be
 // created) is returned wrapped, and is not ErrNotAcquired.
 func (l *Locker) Obtain(ctx context.Context, keys ...string) (distlock.Lock, error) {
-	ks, err := l.keySet(keys)
+	ks, conn, b, err := l.start(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := l.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-
-	b := &pgx.Batch{}
-	l.queueLease(b)
 	for _, id := range ks.ids {
 		b.Queue(lockSQL, id)
 	}
@@ -234,16 +227,10 @@ func (l *Locker) Obtain(ctx context.Context, keys ...string) (distlock.Lock, err
 // trip. It returns an error wrapping distlock.ErrNotAcquired at once when a
 // key is held, or an error from Postgres, wrapped.
 func (l *Locker) TryObtain(ctx context.Context, keys ...string) (distlock.Lock, error) {
-	ks, err := l.keySet(keys)
+	ks, conn, b, err := l.start(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := l.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	b := &pgx.Batch{}
-	l.queueLease(b)
 	b.Queue(tryLockSQL, ks.ids, ks.names)
 	sent := time.Now()
 	fences, err := runBatch(ctx, conn, b, ks)
@@ -268,6 +255,23 @@ func (l *Locker) TryObtain(ctx context.Context, keys ...string) (distlock.Lock, 
 		}
 		return nil, fmt.Errorf("pglock: try obtain %q: %w", ks.keys, err)
 	}
+}
+
+// start checks keys, borrows a connection for the lock's session and
+// begins the batch that takes them, with the session's lease settings
+// first: the steps Obtain and TryObtain share.
+func (l *Locker) start(ctx context.Context, keys []string) (*keySet, *pgxpool.Conn, *pgx.Batch, error) {
+	ks, err := l.keySet(keys)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	conn, err := l.begin(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	b := &pgx.Batch{}
+	l.queueLease(b)
+	return ks, conn, b, nil
 }
 
 // begin makes sure the fence table exists and takes a connection from the
