@@ -96,6 +96,20 @@ func waitReplication(t *testing.T, primary, replica *redis.Client) {
 		return err1 == nil && err2 == nil && strings.Contains(p, "connected_slaves:1") &&
 			strings.Contains(r, "master_link_status:up")
 	})
+	// After a diskless sync the primary streams nothing to the replica
+	// (a WAIT's request for acknowledgements included) until the replica
+	// has acknowledged once, which it does on its own once a second: one
+	// write waited for on one connection, with room for that second.
+	conn := primary.Conn()
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := conn.Set(ctx, "{wait}:synced", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := conn.Wait(ctx, 1, 5*time.Second).Result(); err != nil || n != 1 {
+		t.Fatalf("WAIT for the replica's first acknowledgement: %d, %v", n, err)
+	}
 }
 
 // waitFor polls cond every 20ms until it holds, and fails t after timeout.
