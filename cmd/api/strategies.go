@@ -201,6 +201,7 @@ func (lb *lockBackends) files(context.Context) (reservation.SeatLocker, error) {
 	if err != nil {
 		return nil, &configError{fmt.Errorf("LOCK_DIR: %w", err)}
 	}
+	lb.b.closers = append(lb.b.closers, files.Close)
 	return lb.measured(reservation.LockFile, locking.Distributed(files)), nil
 }
 

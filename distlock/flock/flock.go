@@ -40,9 +40,8 @@ type Options struct {
 
 // Locker is a distlock.Locker on flock(2) locks, one lock file per key in a
 // directory, for the processes of one host. A Locker is safe for
-// concurrent use; it owns no goroutine beyond those of held locks, and
-// needs no Close: the descriptors with which its waiters watch for
-// releases are closed when the Locker is garbage collected.
+// concurrent use; it owns no goroutine beyond those of held locks. Close
+// closes the descriptors with which its waiters watch for releases.
 type Locker struct {
 	dir     string
 	opts    Options // with defaults applied
@@ -69,6 +68,16 @@ func New(dir string, opts Options) (*Locker, error) {
 	l := &Locker{dir: dir, opts: opts, watches: &watchPool{}}
 	runtime.AddCleanup(l, (*watchPool).close, l.watches)
 	return l, nil
+}
+
+// Close closes the inotify descriptors the Locker keeps for its waiters;
+// a waiter still waiting closes its own when it is done. Locks held stay
+// held until released. It always returns nil, and may be called more than
+// once; a Locker that is never closed has them closed when it is garbage
+// collected.
+func (l *Locker) Close() error {
+	l.watches.close()
+	return nil
 }
 
 // Path returns the lock file of key: the hex SHA-256 of the key, so that

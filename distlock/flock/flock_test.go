@@ -26,6 +26,7 @@ func newLocker(t testing.TB, dir string, opts flock.Options) *flock.Locker {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = l.Close() })
 	return l
 }
 
@@ -247,5 +248,60 @@ func TestReleaseWakesWaiter(t *testing.T) {
 			opts := flock.Options{MinBackoff: time.Minute, MaxBackoff: time.Minute}
 			distlocktest.ReleaseWakesWaiter(t, newLocker(t, dir, opts), newLocker(t, dir, opts), tc.held, tc.wanted)
 		})
+	}
+}
+
+// inotifyDescriptors counts the inotify instances this process has open.
+func inotifyDescriptors(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	n := 0
+	for _, e := range entries {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && target == "anon_inode:inotify" {
+			n++
+		}
+	}
+	return n
+}
+
+// A waiter's inotify instance is kept for the next waiter, and Close is
+// what closes it.
+func TestCloseClosesWatches(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("waiters watch through inotify on Linux only")
+	}
+	dir := t.TempDir()
+	before := inotifyDescriptors(t)
+	holder, waiter := newLocker(t, dir, flock.Options{}), newLocker(t, dir, flock.Options{})
+	held, err := holder.Obtain(t.Context(), "A1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		lock, err := waiter.Obtain(t.Context(), "A1")
+		if err == nil {
+			err = lock.Release(context.Background())
+		}
+		got <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // the waiter watches A1
+	if err := held.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if n := inotifyDescriptors(t); n != before+1 {
+		t.Fatalf("%d inotify instances open after one wait, want %d (one kept for the next waiter)", n, before+1)
+	}
+	if err := waiter.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := inotifyDescriptors(t); n != before {
+		t.Errorf("%d inotify instances open after Close, want %d", n, before)
 	}
 }

@@ -34,11 +34,12 @@ type releaseWatch struct {
 // takes milliseconds (measured here: 8 to 12ms), far more than a handoff;
 // removing a watch does not. So a waiter gives its instance back with its
 // watches removed, and the next waiter adds its own. The pool holds as
-// many instances as the Locker had waiters at once, and close, run when
-// the Locker is garbage collected, closes them.
+// many instances as the Locker had waiters at once; Locker.Close closes
+// them (and, as a backstop, so does the Locker's garbage collection).
 type watchPool struct {
-	mu   sync.Mutex
-	idle []*releaseWatch // instances with no watch, their events drained
+	mu     sync.Mutex
+	idle   []*releaseWatch // instances with no watch, their events drained
+	closed bool            // after close, put closes what it is given
 }
 
 // get returns an instance watching the lock files at paths, or nil if
@@ -94,13 +95,19 @@ func (p *watchPool) put(w *releaseWatch) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		_ = w.f.Close()
+		return
+	}
 	p.idle = append(p.idle, w)
 }
 
-// close closes the idle instances.
+// close closes the idle instances, and those given back later. It may be
+// called more than once.
 func (p *watchPool) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.closed = true
 	for _, w := range p.idle {
 		_ = w.f.Close()
 	}
