@@ -29,6 +29,10 @@ type Store struct {
 	// leave every other request of the store waiting for as long as a
 	// payment takes. A booking takes a slot by sending into it.
 	txSlots chan struct{}
+
+	// committer writes Book's bookings, alone or several in one
+	// transaction (group commit, see committer).
+	committer *committer
 }
 
 // txSlotCount is how many of a pool's connections bookings in a
@@ -92,7 +96,11 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*Store, error)
 // New returns a store over a pool whose database is migrated already. The
 // store owns the pool from then on: Close closes it.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, txSlots: make(chan struct{}, txSlotCount(pool.Config().MaxConns))}
+	return &Store{
+		pool:      pool,
+		txSlots:   make(chan struct{}, txSlotCount(pool.Config().MaxConns)),
+		committer: &committer{pool: pool},
+	}
 }
 
 // Close closes the pool, waiting for the connections in use to be given
@@ -240,9 +248,12 @@ VALUES ($1, $2, $3, $4, 'confirmed', $5, $6, $7, $8, $9, $10)`
 // (see bookError).
 const bookSeats = `SELECT book_seats($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 
-// Book writes a confirmed booking and gives it its seats, all or nothing,
-// in one statement and so in one round trip: its own implicit transaction,
-// committed by the server when the statement succeeds.
+// Book writes a confirmed booking and gives it its seats, all or nothing.
+// Alone, it is one statement and so one round trip: its own implicit
+// transaction, committed by the server when the statement succeeds. Under
+// load it shares a round trip, a transaction and its COMMIT with the
+// bookings of other callers (group commit, see committer), still all or
+// nothing on its own, and it returns only once that COMMIT is answered.
 //
 // With reservation.GuardFence every seat must be free and, when the write
 // carries a fence for it, that fence must be greater than the seat's last
@@ -260,17 +271,21 @@ const bookSeats = `SELECT book_seats($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $1
 // reservation.ErrUnavailable when the database cannot be reached. Nothing is
 // written when it fails, but for reservation.ErrWriteInDoubt (which is
 // also ErrUnavailable): the statement was sent and no answer came back (the
-// connection died, ctx ended), so it may have committed.
+// connection died, ctx ended), so it may have committed. A ctx that ends
+// while the booking is on the wire with others does not stop their
+// transaction: Book returns ErrWriteInDoubt at once, and the booking may
+// still commit.
 func (s *Store) Book(ctx context.Context, w reservation.Write) error {
 	if err := w.Validate(); err != nil {
 		return err
 	}
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return translate("book", err)
-	}
-	defer conn.Release()
-	err = book(ctx, conn, w)
+	return s.committer.book(ctx, w)
+}
+
+// bookAlone writes a validated w on conn as one statement, its own
+// transaction, and returns Book's error.
+func bookAlone(ctx context.Context, conn *pgxpool.Conn, w reservation.Write) error {
+	err := book(ctx, conn, w)
 	if err != nil && sentUnanswered(err) {
 		// Alone, the statement is its own transaction: sent and not
 		// answered, it may have committed.
@@ -289,6 +304,12 @@ type execer interface {
 // commits (on success) or rolls back. It returns the driver's error, for
 // bookError to translate.
 func book(ctx context.Context, q execer, w reservation.Write) error {
+	_, err := q.Exec(ctx, bookSeats, bookArgs(w)...)
+	return err
+}
+
+// bookArgs are the arguments of book_seats (and try_book_seats) for w.
+func bookArgs(w reservation.Write) []any {
 	b := w.Booking
 	fences := make([]int64, len(b.Seats))
 	for i, seat := range b.Seats {
@@ -299,9 +320,8 @@ func book(ctx context.Context, q execer, w reservation.Write) error {
 	if rec := w.Idempotency; rec != nil {
 		idemKey, idemRequest, idemSealed, idemAt = rec.KeyHash, rec.RequestHash, rec.SealedToken, &rec.CreatedAt
 	}
-	_, err := q.Exec(ctx, bookSeats, b.ID, b.ScreeningID, b.Customer, b.Seats, fences, w.TokenHash, b.CreatedAt,
-		idemKey, idemRequest, idemSealed, idemAt, w.Guard == reservation.GuardOff)
-	return err
+	return []any{b.ID, b.ScreeningID, b.Customer, b.Seats, fences, w.TokenHash, b.CreatedAt,
+		idemKey, idemRequest, idemSealed, idemAt, w.Guard == reservation.GuardOff}
 }
 
 // bookError turns an error of book into the errors of Book: the error

@@ -1,0 +1,305 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seatlock/seatlock/reservation"
+)
+
+// committer writes the bookings of concurrent callers together ("group
+// commit"): many bookings share one round trip, one transaction and one
+// COMMIT (one WAL flush) instead of paying for one each. It is the
+// database's counterpart of distlock's batcher, which shares Redis round
+// trips the same way.
+//
+// Nothing waits to fill a batch. A booking that finds no batch on the wire
+// is sent at once, alone, as the one statement book_seats, exactly as
+// without a committer. Bookings that come while a batch is on the wire
+// queue up, and when it is answered the queue is sent as the next batch,
+// in one pgx batch (one write, one read):
+//
+//	BEGIN
+//	lockBatchSeats            -- every seat of the batch, in one order
+//	SELECT try_book_seats(...) -- one per booking, each all or nothing
+//	...
+//	COMMIT
+//
+// A lone booking thus pays nothing extra, and a busy one waits for at most
+// one batch before its own.
+//
+// Each booking stays all or nothing. try_book_seats (migration 0004) is
+// book_seats run as a subtransaction: a booking the guard refuses undoes
+// its own writes only and reports why as a row, not as an error that would
+// abort the transaction, so the others in the batch go on.
+//
+// A 201 still means "committed": every caller gets its answer only once
+// the COMMIT is acknowledged. A COMMIT the server refuses fails every
+// booking of the batch (nothing was written); one that is never answered
+// (the connection died, the batch's deadline passed) leaves every booking
+// in doubt (reservation.ErrWriteInDoubt), as it leaves a lone booking.
+//
+// One caller giving up must not fail the others: a batch runs on a context
+// of its own, which ends at the latest deadline of its callers, not at
+// the first cancellation. A caller whose context ends while it is queued
+// leaves the queue, unsent. One whose context ends while its booking is
+// on the wire gets ErrWriteInDoubt at once: its booking may yet commit,
+// so the service looks it up before refunding the charge.
+//
+// Two batches must not deadlock. Alone, book_seats locks a booking's seat
+// rows in seat order, so two single bookings wait for each other in one
+// order. A batch holds the rows of its earlier bookings while it writes the
+// later ones, which would break that order: batch 1 writing A1 then A2,
+// batch 2 (another instance) A2 then A1, would each wait for the other
+// until Postgres aborted one after deadlock_timeout. So a batch first locks
+// every seat row it is about to write, in (screening, seat) order, with
+// one statement (lockBatchSeats): every writer of seats then takes its
+// row locks in that one order, and no cycle can form among them. Bookings
+// can still wait for each other on an idempotency key (two batches each
+// inserting the other's key); the booking that Postgres picks as the
+// deadlock's victim is undone alone, by its subtransaction, and sent
+// again in the next batch (deadlockRetries times at most).
+type committer struct {
+	pool *pgxpool.Pool
+
+	mu      sync.Mutex
+	sending bool            // a batch is on the wire
+	queue   []*pendingWrite // bookings waiting for the next batch, oldest first
+}
+
+// maxBatch bounds the bookings of one batch. Each is a subtransaction, and
+// a transaction with more than 64 subtransactions that wrote overflows
+// the cache every snapshot of the server reads, which slows all queries.
+const maxBatch = 48
+
+// deadlockRetries is how many times a booking chosen as a deadlock's
+// victim is sent again before its error is returned.
+const deadlockRetries = 3
+
+// pendingWrite is one queued booking and, once done is closed, its
+// outcome.
+type pendingWrite struct {
+	w        reservation.Write
+	deadline time.Time // of its caller's context; zero for none
+	retries  int       // times sent again after a deadlock
+
+	err  error
+	done chan struct{}
+}
+
+// book writes w, alone or in a batch, and returns Book's error.
+func (c *committer) book(ctx context.Context, w reservation.Write) error {
+	p := &pendingWrite{w: w, done: make(chan struct{})}
+	p.deadline, _ = ctx.Deadline()
+	c.mu.Lock()
+	c.queue = append(c.queue, p)
+	if !c.sending {
+		c.sending = true
+		go c.send()
+	}
+	c.mu.Unlock()
+
+	select {
+	case <-p.done:
+		return p.err
+	case <-ctx.Done():
+	}
+	if c.withdraw(p) {
+		return translate("book", ctx.Err())
+	}
+	select {
+	case <-p.done: // answered as ctx ended: the answer is known
+		return p.err
+	default:
+		return fmt.Errorf("postgres: book: %w: %w", reservation.ErrWriteInDoubt, ctx.Err())
+	}
+}
+
+// withdraw takes p out of the queue if it is still there, and reports
+// whether it did. A withdrawn booking was never sent.
+func (c *committer) withdraw(p *pendingWrite) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.Index(c.queue, p)
+	if i < 0 {
+		return false
+	}
+	c.queue = slices.Delete(c.queue, i, i+1)
+	return true
+}
+
+// send sends the queue, maxBatch bookings at a time, until it is empty.
+// It runs in a goroutine of its own while there is something to send.
+func (c *committer) send() {
+	for {
+		c.mu.Lock()
+		n := min(len(c.queue), maxBatch)
+		if n == 0 {
+			c.sending = false
+			c.mu.Unlock()
+			return
+		}
+		batch := slices.Clone(c.queue[:n])
+		c.queue = slices.Delete(c.queue, 0, n)
+		c.mu.Unlock()
+
+		ctx, cancel := batchContext(batch)
+		errs := writeBatch(ctx, c.pool, writes(batch))
+		cancel()
+		var again []*pendingWrite
+		for i, p := range batch {
+			if deadlocked(errs[i]) && p.retries < deadlockRetries {
+				p.retries++
+				again = append(again, p)
+				continue
+			}
+			p.err = errs[i]
+			close(p.done)
+		}
+		if len(again) > 0 {
+			c.mu.Lock()
+			c.queue = append(again, c.queue...)
+			c.mu.Unlock()
+		}
+	}
+}
+
+// batchContext is the context a batch runs on: no caller's cancellation
+// reaches it, and it ends at the latest of its callers' deadlines (never,
+// if one has none), when nobody waits for its answer any more.
+func batchContext(batch []*pendingWrite) (context.Context, context.CancelFunc) {
+	var last time.Time
+	for _, p := range batch {
+		if p.deadline.IsZero() {
+			return context.WithCancel(context.Background())
+		}
+		if p.deadline.After(last) {
+			last = p.deadline
+		}
+	}
+	return context.WithDeadline(context.Background(), last)
+}
+
+func writes(batch []*pendingWrite) []reservation.Write {
+	ws := make([]reservation.Write, len(batch))
+	for i, p := range batch {
+		ws[i] = p.w
+	}
+	return ws
+}
+
+// deadlocked reports whether err is Postgres's deadlock_detected.
+func deadlocked(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
+}
+
+// lockBatchSeats locks the rows of every seat a batch is about to write,
+// in (screening, seat) order, creating the rows of seats never written
+// (free, fence 0: what a seat row says after a cancel). WHERE false
+// updates nothing but still locks the row. Seats of unknown screenings are
+// left out, for their bookings to fail alone.
+const lockBatchSeats = `
+INSERT INTO seats AS s (screening_id, seat)
+SELECT DISTINCT w.screening_id, w.seat
+FROM unnest($1::text[], $2::text[]) AS w (screening_id, seat)
+WHERE EXISTS (SELECT FROM screenings sc WHERE sc.id = w.screening_id)
+ORDER BY w.screening_id, w.seat
+ON CONFLICT (screening_id, seat) DO UPDATE SET fence = s.fence WHERE false`
+
+// tryBookSeats is book_seats reporting its outcome (migration 0004).
+const tryBookSeats = `SELECT code, detail, message FROM try_book_seats($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+
+// writeBatch writes ws, validated, in one transaction and one round trip,
+// and returns the error of Book for each. A batch of one is the statement
+// book_seats alone.
+func writeBatch(ctx context.Context, pool *pgxpool.Pool, ws []reservation.Write) []error {
+	errs := make([]error, len(ws))
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		fill(errs, translate("book", err))
+		return errs
+	}
+	defer conn.Release()
+	if len(ws) == 1 {
+		errs[0] = bookAlone(ctx, conn, ws[0])
+		return errs
+	}
+
+	batch := &pgx.Batch{}
+	batch.Queue("BEGIN")
+	var screenings, seats []string
+	for _, w := range ws {
+		for _, seat := range w.Booking.Seats {
+			screenings = append(screenings, w.Booking.ScreeningID)
+			seats = append(seats, seat)
+		}
+	}
+	batch.Queue(lockBatchSeats, screenings, seats)
+	for _, w := range ws {
+		batch.Queue(tryBookSeats, bookArgs(w)...)
+	}
+	batch.Queue("COMMIT")
+
+	outcomes := make([]pgconn.PgError, len(ws))
+	err = readBatch(conn.SendBatch(ctx, batch), outcomes)
+	switch {
+	case err != nil && sentUnanswered(err):
+		// COMMIT was sent with the rest: it may have run.
+		fill(errs, fmt.Errorf("postgres: book: %w: %w", reservation.ErrWriteInDoubt, err))
+	case err != nil:
+		// The server refused a statement or the COMMIT: nothing was
+		// written.
+		fill(errs, bookError(err))
+	default:
+		for i := range outcomes {
+			if outcomes[i].Code != "" {
+				errs[i] = bookError(&outcomes[i])
+			}
+		}
+	}
+	return errs
+}
+
+// readBatch reads the answers to writeBatch's batch, storing each
+// booking's outcome (Code "" when it was written), and returns the first
+// error: a statement's, or the COMMIT's.
+func readBatch(results pgx.BatchResults, outcomes []pgconn.PgError) error {
+	defer results.Close()
+	for range 2 { // BEGIN, lockBatchSeats
+		if _, err := results.Exec(); err != nil {
+			return err
+		}
+	}
+	for i := range outcomes {
+		var code, detail, message *string
+		if err := results.QueryRow().Scan(&code, &detail, &message); err != nil {
+			return err
+		}
+		if code != nil {
+			outcomes[i] = pgconn.PgError{Severity: "ERROR", Code: *code, Detail: *detail, Message: *message}
+		}
+	}
+	tag, err := results.Exec()
+	if err != nil {
+		return err
+	}
+	if tag.String() != "COMMIT" { // cannot happen: an aborted batch stops at its error
+		return pgx.ErrTxCommitRollback
+	}
+	return results.Close()
+}
+
+func fill(errs []error, err error) {
+	for i := range errs {
+		errs[i] = err
+	}
+}
