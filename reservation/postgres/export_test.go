@@ -14,3 +14,23 @@ func MaxConns(s *Store) int32 { return s.pool.Config().MaxConns }
 func WriteBatch(ctx context.Context, s *Store, ws []reservation.Write) []error {
 	return writeBatch(ctx, s.pool, ws)
 }
+
+// BookTogether books ws through s's group commit as if by concurrent
+// callers that all queued while a batch was on the wire, so that they go
+// out in one batch (retries included), and returns each write's error.
+func BookTogether(ctx context.Context, s *Store, ws []reservation.Write) []error {
+	errs := make([]error, len(ws))
+	for i, p := range s.committer.enqueue(ctx, ws...) {
+		<-p.done
+		errs[i] = p.err
+	}
+	return errs
+}
+
+// Queued returns how many bookings wait for s's next batch, and whether
+// a batch is on the wire.
+func Queued(s *Store) (queued int, sending bool) {
+	s.committer.mu.Lock()
+	defer s.committer.mu.Unlock()
+	return len(s.committer.queue), s.committer.sending
+}

@@ -97,16 +97,7 @@ type pendingWrite struct {
 
 // book writes w, alone or in a batch, and returns Book's error.
 func (c *committer) book(ctx context.Context, w reservation.Write) error {
-	p := &pendingWrite{w: w, done: make(chan struct{})}
-	p.deadline, _ = ctx.Deadline()
-	c.mu.Lock()
-	c.queue = append(c.queue, p)
-	if !c.sending {
-		c.sending = true
-		go c.send()
-	}
-	c.mu.Unlock()
-
+	p := c.enqueue(ctx, w)[0]
 	select {
 	case <-p.done:
 		return p.err
@@ -121,6 +112,24 @@ func (c *committer) book(ctx context.Context, w reservation.Write) error {
 	default:
 		return fmt.Errorf("postgres: book: %w: %w", reservation.ErrWriteInDoubt, ctx.Err())
 	}
+}
+
+// enqueue queues ws, in one go, for the next batch, and starts sending
+// if nothing is on the wire.
+func (c *committer) enqueue(ctx context.Context, ws ...reservation.Write) []*pendingWrite {
+	deadline, _ := ctx.Deadline()
+	pending := make([]*pendingWrite, len(ws))
+	for i, w := range ws {
+		pending[i] = &pendingWrite{w: w, deadline: deadline, done: make(chan struct{})}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queue = append(c.queue, pending...)
+	if !c.sending {
+		c.sending = true
+		go c.send()
+	}
+	return pending
 }
 
 // withdraw takes p out of the queue if it is still there, and reports
