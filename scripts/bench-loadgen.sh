@@ -107,7 +107,7 @@ record() {
 ticks() {
 	local pid
 	for pid; do
-		[[ -r /proc/$pid/stat ]] && awk -v p="$pid" '{sub(/^.*\) /, ""); print p, $12 + $13}' "/proc/$pid/stat" 2>/dev/null
+		[[ -r /proc/$pid/stat ]] && awk -v p="$pid" '{sub(/^.*\) /, ""); print p, $12 + $13}' "/proc/$pid/stat" 2>/dev/null || true # the process may end between the test and the read
 	done
 	return 0
 }
