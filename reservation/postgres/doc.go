@@ -61,14 +61,27 @@
 //
 // # Round trips
 //
-// Book is one statement, so one round trip, whatever the number of seats:
-// SELECT book_seats(...), a PL/pgSQL function (migration 0003) that inserts
-// the booking and upserts its seats (passed as arrays and unnested) through
-// the guard. When the guard refuses a seat, the function raises an error
-// naming the seats taken or held (or a stale fence), which undoes the whole
-// statement: the booking and the seats it did get. Alone, the statement is
-// its own transaction, committed by the server; in XactLocker's
-// transaction, it is part of that one. Cancel is one statement.
+// Book alone is one statement, so one round trip, whatever the number of
+// seats: SELECT book_seats(...), a PL/pgSQL function (migration 0003) that
+// inserts the booking and upserts its seats (passed as arrays and unnested)
+// through the guard. When the guard refuses a seat, the function raises an
+// error naming the seats taken or held (or a stale fence), which undoes the
+// whole statement: the booking and the seats it did get. Alone, the
+// statement is its own transaction, committed by the server; in
+// XactLocker's transaction, it is part of that one. Cancel is one statement.
+//
+// # Group commit
+//
+// Bookings are not alone under load. Those that come while a booking is on
+// the wire queue up and go out together as the next batch: one round trip,
+// one transaction, one COMMIT for all of them (committer, groupcommit.go,
+// explains it whole). Each booking in it stays all or nothing: it runs as
+// try_book_seats (migration 0004), book_seats in a subtransaction that
+// undoes only its own writes when refused and reports why. Every caller
+// gets its answer once the COMMIT is answered, and a COMMIT that fails or
+// goes unanswered fails, or leaves in doubt, every booking of the batch.
+// A batch first locks all its seat rows in one order, so that two batches
+// (two instances) cannot deadlock on them.
 //
 //	store, err := postgres.Open(ctx, os.Getenv("DATABASE_URL"), postgres.Options{})
 //	if err != nil {

@@ -27,10 +27,13 @@ func BookTogether(ctx context.Context, s *Store, ws []reservation.Write) []error
 	return errs
 }
 
-// Queued returns how many bookings wait for s's next batch, and whether
-// a batch is on the wire.
-func Queued(s *Store) (queued int, sending bool) {
+// MaxInFlight is how many batches a store may have on the wire at once.
+const MaxInFlight = maxInFlight
+
+// Queued returns how many bookings wait for s's next batch, and how many
+// batches are on the wire.
+func Queued(s *Store) (queued, inFlight int) {
 	s.committer.mu.Lock()
 	defer s.committer.mu.Unlock()
-	return len(s.committer.queue), s.committer.sending
+	return len(s.committer.queue), s.committer.inFlight
 }

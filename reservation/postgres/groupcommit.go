@@ -21,11 +21,12 @@ import (
 // database's counterpart of distlock's batcher, which shares Redis round
 // trips the same way.
 //
-// Nothing waits to fill a batch. A booking that finds no batch on the wire
-// is sent at once, alone, as the one statement book_seats, exactly as
-// without a committer. Bookings that come while a batch is on the wire
-// queue up, and when it is answered the queue is sent as the next batch,
-// in one pgx batch (one write, one read):
+// Nothing waits to fill a batch. A booking that finds fewer than
+// maxInFlight batches on the wire is sent at once, alone, as the one
+// statement book_seats, exactly as without a committer. Bookings that come
+// while maxInFlight batches are on the wire queue up, and when one is
+// answered the queue is sent as the next batch, in one pgx batch (one
+// write, one read):
 //
 //	BEGIN
 //	lockBatchSeats            -- every seat of the batch, in one order
@@ -70,10 +71,18 @@ import (
 type committer struct {
 	pool *pgxpool.Pool
 
-	mu      sync.Mutex
-	sending bool            // a batch is on the wire
-	queue   []*pendingWrite // bookings waiting for the next batch, oldest first
+	mu       sync.Mutex
+	inFlight int             // batches on the wire, at most maxInFlight
+	queue    []*pendingWrite // bookings waiting for the next batch, oldest first
 }
+
+// maxInFlight is how many batches may be on the wire at once. With one, a
+// batch waiting for a row lock (another instance's batch of the same
+// seats) would hold every booking of the instance up behind it; two let
+// one go on. More would send bookings alone that could have shared a
+// batch: with 64 clients on one instance, one and two in flight did as
+// well as each other (docs/benchmarks-loadgen.md).
+const maxInFlight = 2
 
 // maxBatch bounds the bookings of one batch. Each is a subtransaction, and
 // a transaction with more than 64 subtransactions that wrote overflows
@@ -125,8 +134,8 @@ func (c *committer) enqueue(ctx context.Context, ws ...reservation.Write) []*pen
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.queue = append(c.queue, pending...)
-	if !c.sending {
-		c.sending = true
+	if c.inFlight < maxInFlight {
+		c.inFlight++
 		go c.send()
 	}
 	return pending
@@ -152,7 +161,7 @@ func (c *committer) send() {
 		c.mu.Lock()
 		n := min(len(c.queue), maxBatch)
 		if n == 0 {
-			c.sending = false
+			c.inFlight--
 			c.mu.Unlock()
 			return
 		}

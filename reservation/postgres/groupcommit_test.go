@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -174,7 +175,7 @@ func TestBatchCallerGivesUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 
-	waitFor := func(what string, cond func(queued int, sending bool) bool) {
+	waitFor := func(what string, cond func(queued, inFlight int) bool) {
 		t.Helper()
 		for !cond(postgres.Queued(store)) {
 			if ctx.Err() != nil {
@@ -184,17 +185,21 @@ func TestBatchCallerGivesUp(t *testing.T) {
 		}
 	}
 
-	// A slow booking alone on the wire, so that the next two queue and
-	// go out together.
-	first := seatsWrite(sc, 0, "A1")
-	first.Booking.Customer = "slow"
+	// Slow bookings alone on the wire, as many as may be, so that the
+	// next two queue and go out together.
+	var first []reservation.Write
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := store.Book(ctx, first); err != nil {
-			t.Errorf("first booking: %v", err)
-		}
-	})
-	waitFor("the first booking on the wire", func(q int, sending bool) bool { return q == 0 && sending })
+	for i := range postgres.MaxInFlight {
+		w := seatsWrite(sc, 0, fmt.Sprintf("B%d", i))
+		w.Booking.Customer = "slow"
+		first = append(first, w)
+		wg.Go(func() {
+			if err := store.Book(ctx, w); err != nil {
+				t.Errorf("first bookings: %v", err)
+			}
+		})
+		waitFor("a first booking on the wire", func(q, inFlight int) bool { return q == 0 && inFlight == i+1 })
+	}
 
 	givesUp := seatsWrite(sc, 0, "A2")
 	givesUp.Booking.Customer = "slow" // keeps the batch on the wire for a second
@@ -204,8 +209,8 @@ func TestBatchCallerGivesUp(t *testing.T) {
 	var givesUpErr, otherErr error
 	wg.Go(func() { givesUpErr = store.Book(callerCtx, givesUp) })
 	wg.Go(func() { otherErr = store.Book(ctx, other) })
-	waitFor("both bookings queued", func(q int, _ bool) bool { return q == 2 })
-	waitFor("their batch on the wire", func(q int, _ bool) bool { return q == 0 })
+	waitFor("both bookings queued", func(q, _ int) bool { return q == 2 })
+	waitFor("their batch on the wire", func(q, _ int) bool { return q == 0 })
 	giveUp()
 	wg.Wait()
 
@@ -216,8 +221,8 @@ func TestBatchCallerGivesUp(t *testing.T) {
 		t.Errorf("booking sharing the batch: %v, want it written", otherErr)
 	}
 	// The batch commits after the first caller has gone.
-	waitFor("the batch answered", func(q int, sending bool) bool { return !sending })
-	assertBooked(t, store, sc, map[string]*reservation.Write{"A1": &first, "A2": &givesUp, "A3": &other})
+	waitFor("the batch answered", func(_, inFlight int) bool { return inFlight == 0 })
+	assertBooked(t, store, sc, map[string]*reservation.Write{"B0": &first[0], "A2": &givesUp, "A3": &other})
 }
 
 // blockedBatches runs batch[0] on store[0] and batch[1] on store[1] (two
@@ -311,8 +316,12 @@ func TestBatchesDoNotDeadlock(t *testing.T) {
 			t.Errorf("batch %d (second), booking %d: %v, want taken: %v", lost, i, err, wantTaken)
 		}
 	}
+	a1, a2 := &batches[won][0], &batches[won][2] // batch 0 writes A1 first, batch 1 A2
+	if won == 1 {
+		a1, a2 = a2, a1
+	}
 	assertBooked(t, stores[0], sc, map[string]*reservation.Write{
-		"A1": &batches[won][0], "A2": &batches[won][2], "A3": &batches[0][1], "A4": &batches[1][1],
+		"A1": a1, "A2": a2, "A3": &batches[0][1], "A4": &batches[1][1],
 	})
 }
 
