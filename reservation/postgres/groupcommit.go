@@ -78,10 +78,10 @@ type committer struct {
 
 // maxInFlight is how many batches may be on the wire at once. With one, a
 // batch waiting for a row lock (another instance's batch of the same
-// seats) would hold every booking of the instance up behind it; two let
-// one go on. More would send bookings alone that could have shared a
-// batch: with 64 clients on one instance, one and two in flight did as
-// well as each other (docs/benchmarks-loadgen.md).
+// seats) would hold every other booking of the instance up behind it; with
+// two, the next batch goes out meanwhile. More would send bookings alone
+// that could have shared a batch. One and two measured the same on the
+// project machine (docs/benchmarks-loadgen.md).
 const maxInFlight = 2
 
 // maxBatch bounds the bookings of one batch. Each is a subtransaction, and
