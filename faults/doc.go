@@ -72,9 +72,13 @@
 // The fenced write keeps the seat right either way.
 //
 // TestNetworkFaults: latency, a slow link or a cut between one instance
-// and its Redis or Postgres, made by Shopify's toxiproxy as a library,
-// while a second instance books on a clean network. A cut is a prompt 503
-// on the cut instance only; latency slows it without refusing anything.
+// and its Redis or Postgres, or its lock service (one or two of Redlock's
+// three nodes, the ZooKeeper server), made by Shopify's toxiproxy as a
+// library, while a second instance books on a clean network. A cut is a
+// prompt 503 on the cut instance only; latency slows it without refusing
+// anything. A fault on one Redlock node is no outage, on two it is; a
+// ZooKeeper cut longer than the session expires the instance's session,
+// and it books again on a new one.
 //
 // TestRedisFailover: a Redis primary, a replica and a Sentinel; the
 // replica falls behind, the primary is killed under load while a holder
