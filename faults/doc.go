@@ -80,6 +80,17 @@
 // ZooKeeper cut longer than the session expires the instance's session,
 // and it books again on a new one.
 //
+// TestHolderCutOff (only with SEATLOCK_FAULT_MATRIX=1): the holder of a
+// seat's lock is cut off from its lock service (two of three Redlock
+// nodes, or ZooKeeper) in the middle of a long payment, for longer than
+// its lease or session, and another instance books the seat. The holder
+// must notice the loss by itself, cut off as it is, and stop before its
+// payment ends: 409 lock_lost. The payment provider shows how close the
+// handover came: ZooKeeper's client gives up well before the server
+// expires the session; a Redlock holder gives up only its drift allowance
+// before the nodes expire its keys, less than the grace its charge
+// request gets after a loss.
+//
 // TestRedisFailover: a Redis primary, a replica and a Sentinel; the
 // replica falls behind, the primary is killed under load while a holder
 // pays for a probe seat, and the instances, given the Sentinel as

@@ -189,8 +189,12 @@ func TestNetworkFaults(t *testing.T) {
 	}
 }
 
-func runNetwork(t *testing.T, lock string, link netLink, fault netFault) {
-	pay := startPayments(t)
+// startPair starts instances A and B of the strategy lock on the shared
+// Redis, a new database and the strategy's own servers, with LOCK_TTL
+// netLockTTL, charging through pay. A reaches link's servers through
+// proxies, returned; B reaches them directly.
+func startPair(t *testing.T, lock string, link netLink, pay *payments) (a, b *instance, proxies []*toxiproxy.Proxy) {
+	t.Helper()
 	env := map[string]string{
 		"REDIS_URL":    testenv.RedisURL(t),
 		"DATABASE_URL": testenv.NewDatabase(t),
@@ -201,9 +205,14 @@ func runNetwork(t *testing.T, lock string, link netLink, fault netFault) {
 	}
 	startLockServers(t, lock, env)
 	envA := maps.Clone(env)
-	var proxies []*toxiproxy.Proxy
 	envA[link.env], proxies = proxyLink(t, env, link)
-	apis := []*instance{startAPI(t, envA), startAPI(t, env)}
+	return startAPI(t, envA), startAPI(t, env), proxies
+}
+
+func runNetwork(t *testing.T, lock string, link netLink, fault netFault) {
+	pay := startPayments(t)
+	a, b, proxies := startPair(t, lock, link, pay)
+	apis := []*instance{a, b}
 	sc := createScreening(t, apis[1].url,
 		fmt.Sprintf(`{"movie":"Network","rows":26,"seats_per_row":100,"payment_delay_ms":20,"lock":%q}`, lock))
 	loads := []*load{startLoad(apis[0].url, sc.ID, 3), startLoad(apis[1].url, sc.ID, 3)}
