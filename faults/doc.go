@@ -72,9 +72,24 @@
 // The fenced write keeps the seat right either way.
 //
 // TestNetworkFaults: latency, a slow link or a cut between one instance
-// and its Redis or Postgres, made by Shopify's toxiproxy as a library,
-// while a second instance books on a clean network. A cut is a prompt 503
-// on the cut instance only; latency slows it without refusing anything.
+// and its Redis or Postgres, or its lock service (one or two of Redlock's
+// three nodes, the ZooKeeper server), made by Shopify's toxiproxy as a
+// library, while a second instance books on a clean network. A cut is a
+// prompt 503 on the cut instance only; latency slows it without refusing
+// anything. A fault on one Redlock node is no outage, on two it is; a
+// ZooKeeper cut longer than the session expires the instance's session,
+// and it books again on a new one.
+//
+// TestHolderCutOff (only with SEATLOCK_FAULT_MATRIX=1): the holder of a
+// seat's lock is cut off from its lock service (two of three Redlock
+// nodes, or ZooKeeper) in the middle of a long payment, for longer than
+// its lease or session, and another instance books the seat. The holder
+// must notice the loss by itself, cut off as it is, and stop before its
+// payment ends: 409 lock_lost. The payment provider shows how close the
+// handover came: ZooKeeper's client gives up well before the server
+// expires the session; a Redlock holder gives up only its drift allowance
+// before the nodes expire its keys, less than the grace its charge
+// request gets after a loss.
 //
 // TestRedisFailover: a Redis primary, a replica and a Sentinel; the
 // replica falls behind, the primary is killed under load while a holder

@@ -111,18 +111,7 @@ func runRestart(t *testing.T, lock string, fault restartFault) {
 		"LOCK_DIR":     t.TempDir(), // one host: both instances share it
 		"PAYMENT_URL":  pay.url,
 	}
-	switch lock {
-	case "redlock":
-		urls := make([]string, 3)
-		for i := range urls {
-			s.redlock = append(s.redlock, startRedis(t))
-			urls[i] = s.redlock[i].url
-		}
-		env["REDLOCK_URLS"] = strings.Join(urls, ",")
-	case "zookeeper":
-		s.zookeeper = startZooKeeper(t)
-		env["ZOOKEEPER_SERVERS"] = s.zookeeper.Addr
-	}
+	s.redlock, s.zookeeper = startLockServers(t, lock, env)
 	apis := []*instance{startAPI(t, env), startAPI(t, env)}
 	sc := createScreening(t, apis[0].url,
 		fmt.Sprintf(`{"movie":"Restart","rows":26,"seats_per_row":100,"payment_delay_ms":20,"lock":%q}`, lock))
@@ -181,6 +170,26 @@ func runRestart(t *testing.T, lock string, fault restartFault) {
 		lock, fault.name, len(answers), v.confirmed, stats.Overlaps, stats.Charges, stats.Refunds, v.double, v.lost,
 		unavailable, len(window), 100*share, statuses[http.StatusServiceUnavailable],
 		upAt.Sub(downAt).Round(time.Millisecond), recovered.Sub(upAt).Round(time.Millisecond), again.status, again.code)
+}
+
+// startLockServers starts the servers of a strategy that has its own
+// (redlock: three private redis-servers; zookeeper: a ZooKeeper server),
+// stopped when t ends, and names them in env as cmd/api reads them.
+func startLockServers(t *testing.T, lock string, env map[string]string) (redlock []*redisServer, zookeeper *zktest.Server) {
+	t.Helper()
+	switch lock {
+	case "redlock":
+		urls := make([]string, 3)
+		for i := range urls {
+			redlock = append(redlock, startRedis(t))
+			urls[i] = redlock[i].url
+		}
+		env["REDLOCK_URLS"] = strings.Join(urls, ",")
+	case "zookeeper":
+		zookeeper = startZooKeeper(t)
+		env["ZOOKEEPER_SERVERS"] = zookeeper.Addr
+	}
+	return redlock, zookeeper
 }
 
 // mergeSeatMaps returns the seat map as the first instance sees it, after

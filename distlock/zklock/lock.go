@@ -2,7 +2,6 @@ package zklock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -90,8 +89,9 @@ func (lk *lock) Refresh(ctx context.Context) error {
 // lock, which wakes the next waiter of each key. It returns ErrNotHeld if
 // it was called before, if the lock had been lost, or if a node was gone
 // (the others are deleted all the same); or an error from ZooKeeper,
-// wrapped: the Locker's sweeper then deletes the node once it can, and it
-// is gone anyway when the session ends.
+// wrapped: the Locker's sweeper then deletes that node and the ones after
+// it once it can (without trying each now: that would cost a timeout
+// apiece), and they are gone anyway when the session ends.
 func (lk *lock) Release(ctx context.Context) error {
 	lostErr, first := lk.MarkReleased(distlock.ErrNotHeld)
 	if !first {
@@ -105,21 +105,12 @@ func (lk *lock) Release(ctx context.Context) error {
 	delete(l.held, lk)
 	l.mu.Unlock()
 
-	var errs []error
-	gone := 0
-	for _, node := range lk.nodes {
-		existed, err := l.remove(node)
-		if err != nil {
-			errs = append(errs, err)
-		} else if !existed {
-			gone++
-		}
-	}
+	gone, err := l.removeAll(lk.nodes)
 	switch {
 	case lostErr != nil:
 		return fmt.Errorf("%w: lost before the release (%v)", distlock.ErrNotHeld, lostErr)
-	case len(errs) > 0:
-		return errors.Join(errs...)
+	case err != nil:
+		return err
 	case gone > 0:
 		return fmt.Errorf("%w: %d of the %d nodes of %q were gone", distlock.ErrNotHeld, gone, len(lk.nodes), lk.keys)
 	}

@@ -423,27 +423,37 @@ func (l *Locker) waitFirst(ctx context.Context, wait bool, key, node string) err
 // abandon deletes nodes of an Obtain that failed. A node that cannot be
 // deleted now is left to the sweeper.
 func (l *Locker) abandon(nodes []string) {
-	for _, node := range nodes {
-		l.remove(node)
-	}
+	_, _ = l.removeAll(nodes)
 }
 
-// remove deletes node, or hands it to the sweeper if ZooKeeper cannot be
-// asked now. It reports whether node existed.
-func (l *Locker) remove(node string) (existed bool, err error) {
-	session := l.conn.SessionID()
-	err = l.conn.Delete(node, -1)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, zk.ErrNoNode):
-		return false, nil
-	default:
-		dir, name := splitPath(node)
-		if guid, ok := guidOf(name); ok {
-			l.orphan(orphan{dir: dir, guid: guid, session: session})
+// removeAll deletes nodes, and returns how many were gone already. Once a
+// delete fails, ZooKeeper cannot be asked now, and the nodes left are
+// handed to the sweeper without a call each: during an outage every call
+// waits for the client to give up a round of its servers (a second or
+// more), so a lock of ten keys would take ten times that to release.
+func (l *Locker) removeAll(nodes []string) (gone int, err error) {
+	for i, node := range nodes {
+		session := l.conn.SessionID()
+		err := l.conn.Delete(node, -1)
+		switch {
+		case err == nil:
+		case errors.Is(err, zk.ErrNoNode):
+			gone++
+		default:
+			for _, n := range nodes[i:] {
+				l.orphanNode(n, session)
+			}
+			return gone, fmt.Errorf("zklock: delete %s: %w (%d nodes left to the sweeper)", node, err, len(nodes)-i)
 		}
-		return false, fmt.Errorf("zklock: delete %s: %w", node, err)
+	}
+	return gone, nil
+}
+
+// orphanNode hands node, created in session, to the sweeper.
+func (l *Locker) orphanNode(node string, session int64) {
+	dir, name := splitPath(node)
+	if guid, ok := guidOf(name); ok {
+		l.orphan(orphan{dir: dir, guid: guid, session: session})
 	}
 }
 

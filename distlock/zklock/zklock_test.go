@@ -250,6 +250,56 @@ func TestNewLearnsExpiryOnReconnect(t *testing.T) {
 	}
 }
 
+// A lock released while no server can be reached costs one failed call,
+// not one per key: every call waits for the client to give up a round of
+// its servers (a second), and a booking of ten seats, lost in a cut,
+// answered seconds late (faults' TestHolderCutOff). Once the server is
+// reached again, no node of the lock is left.
+func TestReleaseWhileCutOff(t *testing.T) {
+	t.Parallel()
+	root := testRoot(t)
+	keys := []string{"{screening-4}:A1", "{screening-4}:A2", "{screening-4}:A3", "{screening-4}:A4", "{screening-4}:A5", "{screening-4}:A6"}
+	var c cutter
+	locker := dial(t, root, c.option())
+	holder, err := locker.Obtain(t.Context(), keys...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Cut()
+	select {
+	case <-holder.Lost():
+	case <-time.After(3 * sessionTimeout):
+		t.Fatal("the cut-off holder was not told of the loss")
+	}
+	start := time.Now()
+	err = holder.Release(t.Context())
+	took := time.Since(start)
+	if !errors.Is(err, distlock.ErrNotHeld) {
+		t.Fatalf("Release after loss = %v, want ErrNotHeld", err)
+	}
+	if took > 2*time.Second {
+		t.Fatalf("Release of %d keys took %v while cut off: one call per key", len(keys), took)
+	}
+	t.Logf("Release of %d keys took %v while cut off", len(keys), took)
+
+	c.Heal()
+	conn := connect(t)
+	for _, key := range keys {
+		dir := locker.DirForTest(key)
+		deadline := time.Now().Add(3 * sessionTimeout)
+		for {
+			children, _, err := conn.Children(dir)
+			if errors.Is(err, zk.ErrNoNode) || err == nil && len(children) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still has %v (%v) after the heal", dir, children, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
 func TestObtainErrors(t *testing.T) {
 	t.Parallel()
 	l := dial(t, testRoot(t))
