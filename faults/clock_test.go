@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/seatlock/seatlock/internal/testenv"
-	"github.com/seatlock/seatlock/payment"
 )
 
 // clockTTL is the lease of the clock tests. The watchdog renews it every
@@ -79,7 +77,8 @@ var clockFaults = []clockFault{
 // two holders pay at once and the test requires the overlap to show
 // (proof that the fault was in effect); where it does not, it requires
 // none. It logs one row per case for docs/reliability.md. A fast subset
-// runs by default; with SEATLOCK_FAULT_MATRIX=1, every case.
+// runs by default; with SEATLOCK_FAULT_MATRIX=1, every case, with the
+// plain payment provider and with the fence-checking one.
 func TestLockServerClock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test")
@@ -89,11 +88,13 @@ func TestLockServerClock(t *testing.T) {
 		if i >= 2 && os.Getenv(matrixEnv) != "1" {
 			break
 		}
-		t.Run(f.name, func(t *testing.T) { runClockFault(t, lib, f) })
+		for _, prov := range providers() {
+			t.Run(prov.subtest(f.name), func(t *testing.T) { runClockFault(t, lib, f, prov) })
+		}
 	}
 }
 
-func runClockFault(t *testing.T, lib string, f clockFault) {
+func runClockFault(t *testing.T, lib string, f clockFault, prov provider) {
 	jumpFile := filepath.Join(t.TempDir(), "jump")
 	if err := os.WriteFile(jumpFile, []byte("0"), 0o644); err != nil {
 		t.Fatal(err)
@@ -104,16 +105,14 @@ func runClockFault(t *testing.T, lib string, f clockFault) {
 		checkClockRate(t, r, rate)
 		urls = append(urls, r.url)
 	}
-	provider := payment.NewProvider(payment.ProviderOptions{})
-	paySrv := httptest.NewServer(provider.Handler())
-	t.Cleanup(paySrv.Close)
+	pay := startPayments(t, prov)
 
 	env := map[string]string{
 		"REDIS_URL":    urls[0],
 		"DATABASE_URL": testenv.NewDatabase(t),
 		"LOCK_TTL":     clockTTL.String(),
 		"LOCK_WAIT":    "5s",
-		"PAYMENT_URL":  paySrv.URL,
+		"PAYMENT_URL":  pay.url,
 	}
 	if f.lock == "redlock" {
 		env["REDLOCK_URLS"] = strings.Join(urls, ",")
@@ -141,8 +140,8 @@ func runClockFault(t *testing.T, lib string, f clockFault) {
 	wall := time.Since(start)
 
 	statuses := checkStatuses(t, answers)
-	verify(t, answers, mergeSeatMaps(t, apis, sc.ID))
-	stats := provider.Stats()
+	confirmed := verify(t, answers, mergeSeatMaps(t, apis, sc.ID))
+	stats := pay.checkCharges(t, confirmed, answers)
 	switch {
 	case f.overlaps && stats.Overlaps == 0:
 		t.Errorf("no overlapping charges (%+v): the fault was meant to let two holders in", stats)
@@ -155,8 +154,8 @@ func runClockFault(t *testing.T, lib string, f clockFault) {
 			codes[a.code]++
 		}
 	}
-	t.Logf("row | %s | overlaps %d, charges %d, refunds %d | 201: %d, refused: %v | %v |",
-		f.name, stats.Overlaps, stats.Charges, stats.Refunds, statuses[http.StatusCreated], codes, wall.Round(10*time.Millisecond))
+	t.Logf("row | %s | %s | 201: %d, refused: %v | %v |",
+		f.name, pay.cell(stats), statuses[http.StatusCreated], codes, wall.Round(10*time.Millisecond))
 }
 
 // checkClockRate fails t unless the server's clock (TIME) runs at about

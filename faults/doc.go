@@ -108,6 +108,17 @@
 // hold; overlaps must show exactly where a lease expires on the server (or
 // a majority of Redlock's) before the holder renews it.
 //
+// TestStaleCharge: a holder that cannot hear of its loss (cut from Redis,
+// its lock key deleted) charges with its old fencing token after a newer
+// holder began paying. The payment provider that checks fences refuses
+// that charge, and the booking answers 409 lock_lost with nothing charged;
+// the plain provider takes it, and the fenced write then decides which of
+// the two books.
+//
+// Under SEATLOCK_FAULT_MATRIX=1 every case of the tests above that charge
+// through the payment provider runs twice: with the plain provider and
+// with the one that checks fencing tokens.
+//
 // TestLoad (only with SEATLOCK_LOAD_BOOKINGS set to a count of bookings):
 // the real loadgen binary against three instances, every scenario under
 // every safe strategy with a shared lock service (keyed+redis, redis,

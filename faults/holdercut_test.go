@@ -38,46 +38,48 @@ func TestHolderCutOff(t *testing.T) {
 		{"redlock", linkRedlockTwo, true},
 		{"zookeeper", linkZooKeeper, false},
 	} {
-		t.Run(c.lock, func(t *testing.T) {
-			pay := startPayments(t)
-			a, b, cut := startPair(t, c.lock, c.link, pay)
-			sc := createScreening(t, b.url, fmt.Sprintf(`{"movie":"Cut off","rows":1,"seats_per_row":6,"payment_delay_ms":%d,"lock":%q}`,
-				paymentDelay.Milliseconds(), c.lock))
+		for _, prov := range providers() {
+			t.Run(prov.subtest(c.lock), func(t *testing.T) {
+				pay := startPayments(t, prov)
+				a, b, cut := startPair(t, c.lock, c.link, pay)
+				sc := createScreening(t, b.url, fmt.Sprintf(`{"movie":"Cut off","rows":1,"seats_per_row":6,"payment_delay_ms":%d,"lock":%q}`,
+					paymentDelay.Milliseconds(), c.lock))
 
-			paying := pay.chargeStarted(sc.ID)
-			pa := bookAsync(a.url, sc.ID, "first", "A1", "A2", "A3", "A4", "A5", "A6")
-			awaitPayment(t, paying, pa, "A's booking")
-			cutAt := time.Now()
-			var heals []func()
-			for _, p := range cut {
-				heals = append(heals, netCut.apply(t, p))
-			}
-			pb := bookAsync(b.url, sc.ID, "second", "A1")
-			time.Sleep(time.Until(cutAt.Add(2 * netLockTTL)))
-			for _, heal := range heals {
-				heal()
-			}
-			ga, gb := receive(t, pa, 2*paymentDelay), receive(t, pb, 2*paymentDelay)
+				paying := pay.chargeStarted(sc.ID)
+				pa := bookAsync(a.url, sc.ID, "first", "A1", "A2", "A3", "A4", "A5", "A6")
+				awaitPayment(t, paying, pa, "A's booking")
+				cutAt := time.Now()
+				var heals []func()
+				for _, p := range cut {
+					heals = append(heals, netCut.apply(t, p))
+				}
+				pb := bookAsync(b.url, sc.ID, "second", "A1")
+				time.Sleep(time.Until(cutAt.Add(2 * netLockTTL)))
+				for _, heal := range heals {
+					heal()
+				}
+				ga, gb := receive(t, pa, 2*paymentDelay), receive(t, pb, 2*paymentDelay)
 
-			checkStatuses(t, []answer{ga, gb})
-			v := judge(t, []answer{ga, gb}, seatMap(t, b.url, sc.ID))
-			stats := pay.checkCharges(t, v.confirmed)
-			noticed := ga.done.Sub(cutAt)
-			t.Logf("row | %s | A cut off from %s for %v while it pays | overlaps %d (charges %d, refunds %d) | double-booked %d, lost %d | A %v %v after the cut, B %v %v after it |",
-				c.lock, c.link.name, 2*netLockTTL, stats.Overlaps, stats.Charges, stats.Refunds, v.double, v.lost,
-				ga, noticed.Round(time.Millisecond), gb, gb.done.Sub(cutAt).Round(time.Millisecond))
-			// A lease runs out 2 s after its last renewal, a session 2 s
-			// after the server last heard from A: A must have stopped by
-			// about then, not at the end of its payment.
-			if ga.code != "lock_lost" || noticed > paymentDelay/2 {
-				t.Errorf("A answered %v %v after the cut; want 409 lock_lost within %v", ga, noticed, paymentDelay/2)
-			}
-			if stats.Overlaps > 0 && !c.mayOverlap {
-				t.Errorf("%d overlapping charges: B paid while A still did", stats.Overlaps)
-			}
-			if gb.status != http.StatusCreated {
-				t.Errorf("B answered %v; want 201 once A's lock had expired", gb)
-			}
-		})
+				checkStatuses(t, []answer{ga, gb})
+				v := judge(t, []answer{ga, gb}, seatMap(t, b.url, sc.ID))
+				stats := pay.checkCharges(t, v.confirmed, []answer{ga, gb})
+				noticed := ga.done.Sub(cutAt)
+				t.Logf("row | %s | A cut off from %s for %v while it pays | %s | double-booked %d, lost %d | A %v %v after the cut, B %v %v after it |",
+					c.lock, c.link.name, 2*netLockTTL, pay.cell(stats), v.double, v.lost,
+					ga, noticed.Round(time.Millisecond), gb, gb.done.Sub(cutAt).Round(time.Millisecond))
+				// A lease runs out 2 s after its last renewal, a session 2 s
+				// after the server last heard from A: A must have stopped by
+				// about then, not at the end of its payment.
+				if ga.code != "lock_lost" || noticed > paymentDelay/2 {
+					t.Errorf("A answered %v %v after the cut; want 409 lock_lost within %v", ga, noticed, paymentDelay/2)
+				}
+				if stats.Overlaps > 0 && !c.mayOverlap {
+					t.Errorf("%d overlapping charges: B paid while A still did", stats.Overlaps)
+				}
+				if gb.status != http.StatusCreated {
+					t.Errorf("B answered %v; want 201 once A's lock had expired", gb)
+				}
+			})
+		}
 	}
 }

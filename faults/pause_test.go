@@ -76,8 +76,11 @@ func pauseRow(t *testing.T, pay *payments, before payment.Stats, name string, a,
 		t.Errorf("%s: charges %d, refunds %d, bookings confirmed %d: %d charged without a booking",
 			name, after.Charges-before.Charges, after.Refunds-before.Refunds, confirmed, unrefunded)
 	}
-	t.Logf("row | keyed+redis | holder paused past its lease, %s | overlaps %d (charges %d, refunds %d, charged without a booking %d) | double-booked %d, lost %d | A %v, B %v |",
-		name, after.Overlaps-before.Overlaps, after.Charges-before.Charges, after.Refunds-before.Refunds, unrefunded, double, lost, a, b)
+	during := payment.Stats{Overlaps: after.Overlaps - before.Overlaps, Charges: after.Charges - before.Charges,
+		Refunds: after.Refunds - before.Refunds, RefusedStale: after.RefusedStale - before.RefusedStale}
+	checkRefused(t, during, []answer{a, b})
+	t.Logf("row | keyed+redis | holder paused past its lease, %s | %s, charged without a booking %d | double-booked %d, lost %d | A %v, B %v |",
+		name, pay.cell(during), unrefunded, double, lost, a, b)
 }
 
 // waitOwnerChange waits until the seat's lock key holds a token other than
@@ -109,129 +112,160 @@ func waitOwnerChange(t *testing.T, rc *redis.Client, screeningID, seat, old stri
 // the write through. Only the database can refuse it now: with
 // guard=fence it does (A's fencing token is older than B's), with
 // guard=off it does not, and the seat is confirmed to both.
+//
+// Under SEATLOCK_FAULT_MATRIX=1 every case runs with the plain payment
+// provider and with the fence-checking one.
 func TestHolderPause(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test")
 	}
 	redisURL := testenv.RedisURL(t)
 	database := testenv.NewDatabase(t)
-	proxy := startGateProxy(t, database)
-	pay := startPayments(t)
-	// A reaches Postgres through the proxy, B directly.
-	a := startAPI(t, pauseEnv(redisURL, proxy.url, pay.url))
-	b := startAPI(t, pauseEnv(redisURL, database, pay.url))
 	rc := redisClient(t, redisURL)
-
-	for _, guard := range []string{"fence", "off"} {
-		t.Run("paused in payment/guard="+guard, func(t *testing.T) {
-			before := pay.Stats()
-			s := createScreening(t, b.url, `{"movie":"Pause","rows":1,"seats_per_row":4,"payment_delay_ms":2000,"guard":"`+guard+`"}`)
-			pa := bookAsync(a.url, s.ID, "paused", "A1")
-			owner := waitLocked(t, rc, s.ID, "A1")["A1"]
-			time.Sleep(100 * time.Millisecond) // A has checked A1 and pays
-			resume := pause(t, a)
-
-			pb := bookAsync(b.url, s.ID, "live", "A1")
-			waitOwnerChange(t, rc, s.ID, "A1", owner)
-			gb := receive(t, pb, 15*time.Second)
-			if gb.status != http.StatusCreated {
-				t.Fatalf("B got %v, want 201", gb)
-			}
-			resume()
-			ga := receive(t, pa, 15*time.Second)
-			holder := seatMap(t, b.url, s.ID)["A1"].BookingID
-			t.Logf("guard=%s, A paused in its payment: B %v, A %v, A1 held by %s", guard, gb, ga, who(holder, ga, gb))
-			pauseRow(t, pay, before, "in payment, guard="+guard, ga, gb, false, holder)
-			// On resume, two timers are due in A: its payment's and its
-			// watchdog's lease deadline. Which goroutine runs first is
-			// up to the scheduler, so A either sees Lost closed and aborts
-			// (409 lock_lost), or writes.
-			switch {
-			case ga.status == http.StatusConflict && ga.code == "lock_lost":
-				// The Lost channel saved it.
-			case guard == "fence" && ga.status == http.StatusConflict && ga.code == "seat_taken":
-				// The write went out and the guard refused it: the seat
-				// is not free any more.
-			case guard == "off" && ga.status == http.StatusCreated:
-				// The write went out and nothing refused it: the seat is
-				// confirmed to both, and B's booking lost it.
-				if holder != ga.booking.ID {
-					t.Errorf("A1 held by %s, want A's late booking (last writer wins)", who(holder, ga, gb))
-				}
-				return
-			default:
-				t.Fatalf("A got %v", ga)
-			}
-			if holder != gb.booking.ID {
-				t.Errorf("A1 held by %s, want B's booking", who(holder, ga, gb))
-			}
-		})
-	}
-
-	tests := []struct {
-		guard     string
-		bCancels  bool   // B cancels before A's write lands: the seat is free again
-		want      int    // A's status
-		wantCode  string // A's error code
-		wantOwner string // "A", "B" or "" (free)
-	}{
-		// The seat is not free: the conditional write refuses A.
-		{guard: "fence", want: http.StatusConflict, wantCode: "seat_taken", wantOwner: "B"},
-		// The seat is free again, and only the fencing token tells A's
-		// write from a legitimate one: B's lock was newer.
-		{guard: "fence", bCancels: true, want: http.StatusConflict, wantCode: "lock_lost", wantOwner: ""},
-		// Nothing refuses A: B's confirmed booking loses its seat.
-		{guard: "off", want: http.StatusCreated, wantOwner: "A"},
-		{guard: "off", bCancels: true, want: http.StatusCreated, wantOwner: "A"},
-	}
-	for _, tt := range tests {
-		name := "paused in the write/guard=" + tt.guard
-		if tt.bCancels {
-			name += "/B cancels"
+	for _, prov := range providers() {
+		rig := startPauseRig(t, redisURL, database, rc, prov)
+		for _, guard := range []string{"fence", "off"} {
+			t.Run(prov.subtest("paused in payment/guard="+guard), func(t *testing.T) { pausedInPayment(t, rig, guard) })
 		}
-		t.Run(name, func(t *testing.T) {
-			before := pay.Stats()
-			s := createScreening(t, b.url, `{"movie":"Pause","rows":1,"seats_per_row":4,"payment_delay_ms":500,"guard":"`+tt.guard+`"}`)
-			pa := bookAsync(a.url, s.ID, "paused", "A1")
-			owner := waitLocked(t, rc, s.ID, "A1")["A1"]
-			// A checks A1 right after it takes the lock; give that read
-			// time to pass the proxy before the gate closes.
-			time.Sleep(100 * time.Millisecond)
-			held := proxy.hold()
-			t.Cleanup(proxy.release)
-			// A's payment ends, it finds its lock held, and sends the
-			// write: the proxy keeps it.
-			select {
-			case <-held:
-			case <-time.After(5 * time.Second):
-				t.Fatal("A sent nothing to Postgres within 5s of its payment")
-			}
-			resume := pause(t, a)
-
-			gb := book(context.Background(), b.url, s.ID, "live", "A1")
-			if gb.status != http.StatusCreated {
-				t.Fatalf("B got %v, want 201", gb)
-			}
-			if v := rc.Get(context.Background(), lockKey(s.ID, "A1")).Val(); v == owner {
-				t.Fatal("B booked while A's lock key was still A's")
-			}
+		for _, tt := range pausedInWriteCases {
+			name := "paused in the write/guard=" + tt.guard
 			if tt.bCancels {
-				cancelBooking(t, b.url, gb.booking.ID, gb.booking.Token)
+				name += "/B cancels"
 			}
-			resume()
-			proxy.release()
-			ga := receive(t, pa, 15*time.Second)
-			holder := seatMap(t, b.url, s.ID)["A1"].BookingID
-			t.Logf("guard=%s, A paused in its write: B %v, A %v; A1 held by %s", tt.guard, gb, ga, who(holder, ga, gb))
-			pauseRow(t, pay, before, strings.TrimPrefix(name, "paused "), ga, gb, tt.bCancels, holder)
-			if ga.status != tt.want || ga.code != tt.wantCode {
-				t.Errorf("A got %v, want %d %s", ga, tt.want, tt.wantCode)
-			}
-			want := map[string]string{"A": ga.booking.ID, "B": gb.booking.ID, "": ""}[tt.wantOwner]
-			if holder != want {
-				t.Errorf("A1 held by %s, want %q", who(holder, ga, gb), tt.wantOwner)
-			}
-		})
+			t.Run(prov.subtest(name), func(t *testing.T) { pausedInWrite(t, rig, tt, strings.TrimPrefix(name, "paused ")) })
+		}
+	}
+}
+
+// pauseRig is what the cases of TestHolderPause share for one payment
+// provider: instance A, which reaches Postgres through a gate proxy,
+// instance B, which reaches it directly, the provider both charge through,
+// and a client of their Redis.
+type pauseRig struct {
+	a, b  *instance
+	proxy *gateProxy
+	pay   *payments
+	rc    *redis.Client
+}
+
+// startPauseRig starts a rig whose instances charge through a provider of
+// the given kind; everything stops when t ends.
+func startPauseRig(t *testing.T, redisURL, database string, rc *redis.Client, prov provider) *pauseRig {
+	t.Helper()
+	r := &pauseRig{proxy: startGateProxy(t, database), pay: startPayments(t, prov), rc: rc}
+	r.a = startAPI(t, pauseEnv(redisURL, r.proxy.url, r.pay.url))
+	r.b = startAPI(t, pauseEnv(redisURL, database, r.pay.url))
+	return r
+}
+
+// pausedInPayment stops A in its payment, past its lease, while B books.
+func pausedInPayment(t *testing.T, r *pauseRig, guard string) {
+	before := r.pay.Stats()
+	s := createScreening(t, r.b.url, `{"movie":"Pause","rows":1,"seats_per_row":4,"payment_delay_ms":2000,"guard":"`+guard+`"}`)
+	pa := bookAsync(r.a.url, s.ID, "paused", "A1")
+	owner := waitLocked(t, r.rc, s.ID, "A1")["A1"]
+	time.Sleep(100 * time.Millisecond) // A has checked A1 and pays
+	resume := pause(t, r.a)
+
+	pb := bookAsync(r.b.url, s.ID, "live", "A1")
+	waitOwnerChange(t, r.rc, s.ID, "A1", owner)
+	gb := receive(t, pb, 15*time.Second)
+	if gb.status != http.StatusCreated {
+		t.Fatalf("B got %v, want 201", gb)
+	}
+	resume()
+	ga := receive(t, pa, 15*time.Second)
+	holder := seatMap(t, r.b.url, s.ID)["A1"].BookingID
+	t.Logf("guard=%s, A paused in its payment: B %v, A %v, A1 held by %s", guard, gb, ga, who(holder, ga, gb))
+	pauseRow(t, r.pay, before, "in payment, guard="+guard, ga, gb, false, holder)
+	// On resume, two timers are due in A: its payment's and its
+	// watchdog's lease deadline. Which goroutine runs first is up to the
+	// scheduler, so A either sees Lost closed and aborts (409 lock_lost),
+	// or writes.
+	switch {
+	case ga.status == http.StatusConflict && ga.code == "lock_lost":
+		// The Lost channel saved it.
+	case guard == "fence" && ga.status == http.StatusConflict && ga.code == "seat_taken":
+		// The write went out and the guard refused it: the seat is not
+		// free any more.
+	case guard == "off" && ga.status == http.StatusCreated:
+		// The write went out and nothing refused it: the seat is
+		// confirmed to both, and B's booking lost it.
+		if holder != ga.booking.ID {
+			t.Errorf("A1 held by %s, want A's late booking (last writer wins)", who(holder, ga, gb))
+		}
+		return
+	default:
+		t.Fatalf("A got %v", ga)
+	}
+	if holder != gb.booking.ID {
+		t.Errorf("A1 held by %s, want B's booking", who(holder, ga, gb))
+	}
+}
+
+// pausedInWriteCase is a case of A paused with its write held.
+type pausedInWriteCase struct {
+	guard     string
+	bCancels  bool   // B cancels before A's write lands: the seat is free again
+	want      int    // A's status
+	wantCode  string // A's error code
+	wantOwner string // "A", "B" or "" (free)
+}
+
+var pausedInWriteCases = []pausedInWriteCase{
+	// The seat is not free: the conditional write refuses A.
+	{guard: "fence", want: http.StatusConflict, wantCode: "seat_taken", wantOwner: "B"},
+	// The seat is free again, and only the fencing token tells A's write
+	// from a legitimate one: B's lock was newer.
+	{guard: "fence", bCancels: true, want: http.StatusConflict, wantCode: "lock_lost", wantOwner: ""},
+	// Nothing refuses A: B's confirmed booking loses its seat.
+	{guard: "off", want: http.StatusCreated, wantOwner: "A"},
+	{guard: "off", bCancels: true, want: http.StatusCreated, wantOwner: "A"},
+}
+
+// pausedInWrite stops A with its write held by the proxy, past its lease,
+// while B books (and, in some cases, cancels).
+func pausedInWrite(t *testing.T, r *pauseRig, tt pausedInWriteCase, name string) {
+	before := r.pay.Stats()
+	s := createScreening(t, r.b.url, `{"movie":"Pause","rows":1,"seats_per_row":4,"payment_delay_ms":500,"guard":"`+tt.guard+`"}`)
+	pa := bookAsync(r.a.url, s.ID, "paused", "A1")
+	owner := waitLocked(t, r.rc, s.ID, "A1")["A1"]
+	// A checks A1 right after it takes the lock; give that read time to
+	// pass the proxy before the gate closes.
+	time.Sleep(100 * time.Millisecond)
+	held := r.proxy.hold()
+	t.Cleanup(r.proxy.release)
+	// A's payment ends, it finds its lock held, and sends the write: the
+	// proxy keeps it.
+	select {
+	case <-held:
+	case <-time.After(5 * time.Second):
+		t.Fatal("A sent nothing to Postgres within 5s of its payment")
+	}
+	resume := pause(t, r.a)
+
+	gb := book(context.Background(), r.b.url, s.ID, "live", "A1")
+	if gb.status != http.StatusCreated {
+		t.Fatalf("B got %v, want 201", gb)
+	}
+	if v := r.rc.Get(context.Background(), lockKey(s.ID, "A1")).Val(); v == owner {
+		t.Fatal("B booked while A's lock key was still A's")
+	}
+	if tt.bCancels {
+		cancelBooking(t, r.b.url, gb.booking.ID, gb.booking.Token)
+	}
+	resume()
+	r.proxy.release()
+	ga := receive(t, pa, 15*time.Second)
+	holder := seatMap(t, r.b.url, s.ID)["A1"].BookingID
+	t.Logf("guard=%s, A paused in its write: B %v, A %v; A1 held by %s", tt.guard, gb, ga, who(holder, ga, gb))
+	pauseRow(t, r.pay, before, name, ga, gb, tt.bCancels, holder)
+	if ga.status != tt.want || ga.code != tt.wantCode {
+		t.Errorf("A got %v, want %d %s", ga, tt.want, tt.wantCode)
+	}
+	want := map[string]string{"A": ga.booking.ID, "B": gb.booking.ID, "": ""}[tt.wantOwner]
+	if holder != want {
+		t.Errorf("A1 held by %s, want %q", who(holder, ga, gb), tt.wantOwner)
 	}
 }
 

@@ -2,9 +2,11 @@ package faults
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -19,7 +21,8 @@ import (
 // once, whatever the fenced write then made of it.
 type payments struct {
 	*payment.Provider
-	url string
+	url  string
+	kind provider
 
 	mu sync.Mutex // protects started
 	// started holds, by screening id, a channel closed when the first
@@ -27,10 +30,42 @@ type payments struct {
 	started map[string]chan struct{}
 }
 
-// startPayments serves a provider until t ends.
-func startPayments(t *testing.T) *payments {
+// provider is the kind of payment provider a fault case charges through.
+type provider struct {
+	name        string // in subtest names and rows
+	checkFences bool
+}
+
+var (
+	// plainProvider charges whatever comes, and counts overlaps.
+	plainProvider = provider{name: "plain"}
+	// fenceProvider also refuses a charge whose fencing token for a seat
+	// is older than the newest it has seen for that seat (409
+	// stale_fence): a holder whose lock a newer holder has taken since,
+	// if that newer holder's charge began first.
+	fenceProvider = provider{name: "fence-checking", checkFences: true}
+)
+
+// providers returns the providers each case of a matrix runs against:
+// both under SEATLOCK_FAULT_MATRIX=1, else the plain one.
+func providers() []provider {
+	if os.Getenv(matrixEnv) == "1" {
+		return []provider{plainProvider, fenceProvider}
+	}
+	return []provider{plainProvider}
+}
+
+// subtest returns a case's subtest name with the provider it runs against.
+func (k provider) subtest(name string) string { return name + "/provider=" + k.name }
+
+// startPayments serves a provider of the given kind until t ends.
+func startPayments(t *testing.T, kind provider) *payments {
 	t.Helper()
-	p := &payments{Provider: payment.NewProvider(payment.ProviderOptions{}), started: map[string]chan struct{}{}}
+	p := &payments{
+		Provider: payment.NewProvider(payment.ProviderOptions{CheckFences: kind.checkFences}),
+		kind:     kind,
+		started:  map[string]chan struct{}{},
+	}
 	charges := p.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.URL.Path == "/v1/charges" {
@@ -73,14 +108,41 @@ func (p *payments) noticeCharge(body []byte) {
 
 // checkCharges fails t unless charges minus refunds equals the bookings
 // confirmed, as at any quiet moment they must: a charge whose booking was
-// then refused is refunded before the client is answered.
-func (p *payments) checkCharges(t *testing.T, confirmed int) payment.Stats {
+// then refused is refunded before the client is answered. A charge the
+// provider refused as stale is no charge: nothing to refund, and its
+// booking answered 409 lock_lost (its holder is not the newest any more),
+// so there must be at least as many of those among answers (every answer
+// of the case) as refusals.
+func (p *payments) checkCharges(t *testing.T, confirmed int, answers []answer) payment.Stats {
 	t.Helper()
 	stats := p.Stats()
 	if got := stats.Charges - stats.Refunds; got != int64(confirmed) {
 		t.Errorf("charges %d - refunds %d = %d, want the %d bookings confirmed", stats.Charges, stats.Refunds, got, confirmed)
 	}
+	checkRefused(t, stats, answers)
 	return stats
+}
+
+// checkRefused fails t when the provider refused more charges as stale
+// than answers say 409 lock_lost: a refused charge answered otherwise.
+func checkRefused(t *testing.T, stats payment.Stats, answers []answer) {
+	t.Helper()
+	lockLost := 0
+	for _, a := range answers {
+		if a.status == http.StatusConflict && a.code == "lock_lost" {
+			lockLost++
+		}
+	}
+	if stats.RefusedStale > int64(lockLost) {
+		t.Errorf("the provider refused %d charges as stale, but only %d bookings answered 409 lock_lost", stats.RefusedStale, lockLost)
+	}
+}
+
+// cell returns the payment cell of a case's row: the provider's kind and
+// what it counted (stats, or the part of them a case is judged on).
+func (p *payments) cell(stats payment.Stats) string {
+	return fmt.Sprintf("%s provider: overlaps %d (charges %d, refunds %d, refused stale %d)",
+		p.kind.name, stats.Overlaps, stats.Charges, stats.Refunds, stats.RefusedStale)
 }
 
 // awaitPayment waits until started (from chargeStarted) is closed: the

@@ -24,56 +24,63 @@ func TestRedlockNodeAmnesia(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test")
 	}
-	for _, tt := range []struct {
-		name         string
-		downAtGrant  bool
-		wantOverlaps int64
-	}{
+	for _, c := range []amnesiaCase{
 		{"all nodes up at the grant", false, 0},
 		{"a node down at the grant", true, 1},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			nodes := make([]*redisServer, 3)
-			urls := make([]string, 3)
-			for i := range nodes {
-				nodes[i] = startRedis(t)
-				urls[i] = nodes[i].url
-			}
-			pay := startPayments(t)
-			env := map[string]string{
-				"REDIS_URL":    testenv.RedisURL(t),
-				"DATABASE_URL": testenv.NewDatabase(t),
-				"REDLOCK_URLS": strings.Join(urls, ","),
-				"LOCK_WAIT":    outageLockWait.String(),
-				"PAYMENT_URL":  pay.url,
-			}
-			a, b := startAPI(t, env), startAPI(t, env)
-			sc := createScreening(t, a.url, `{"movie":"Amnesia","rows":1,"seats_per_row":1,"payment_delay_ms":3000,"lock":"redlock"}`)
+		for _, prov := range providers() {
+			t.Run(prov.subtest(c.name), func(t *testing.T) { runAmnesia(t, c, prov) })
+		}
+	}
+}
 
-			if tt.downAtGrant {
-				nodes[2].kill(t)
-			}
-			paying := pay.chargeStarted(sc.ID)
-			pa := bookAsync(a.url, sc.ID, "first", "A1")
-			awaitPayment(t, paying, pa, "A's booking")
-			faultAt := time.Now()
-			nodes[0].restartEmpty(t)
-			if tt.downAtGrant {
-				nodes[2].start(t)
-			}
-			gb := book(t.Context(), b.url, sc.ID, "second", "A1")
-			ga := receive(t, pa, 15*time.Second)
-			checkStatuses(t, []answer{ga, gb})
-			v := judge(t, []answer{ga, gb}, seatMap(t, a.url, sc.ID))
-			stats := pay.checkCharges(t, v.confirmed)
-			t.Logf("row | redlock | a node restarts empty while A pays, %s | overlaps %d (charges %d, refunds %d) | double-booked %d, lost %d | A %v, B %v (B answered %v after the restart) |",
-				tt.name, stats.Overlaps, stats.Charges, stats.Refunds, v.double, v.lost, ga, gb, gb.done.Sub(faultAt).Round(time.Millisecond))
-			if stats.Overlaps != tt.wantOverlaps {
-				t.Errorf("%d overlapping charges, want %d", stats.Overlaps, tt.wantOverlaps)
-			}
-			if v.confirmed != 1 {
-				t.Errorf("%d bookings confirmed, want 1", v.confirmed)
-			}
-		})
+// amnesiaCase is one case of TestRedlockNodeAmnesia.
+type amnesiaCase struct {
+	name         string
+	downAtGrant  bool
+	wantOverlaps int64
+}
+
+func runAmnesia(t *testing.T, c amnesiaCase, prov provider) {
+	nodes := make([]*redisServer, 3)
+	urls := make([]string, 3)
+	for i := range nodes {
+		nodes[i] = startRedis(t)
+		urls[i] = nodes[i].url
+	}
+	pay := startPayments(t, prov)
+	env := map[string]string{
+		"REDIS_URL":    testenv.RedisURL(t),
+		"DATABASE_URL": testenv.NewDatabase(t),
+		"REDLOCK_URLS": strings.Join(urls, ","),
+		"LOCK_WAIT":    outageLockWait.String(),
+		"PAYMENT_URL":  pay.url,
+	}
+	a, b := startAPI(t, env), startAPI(t, env)
+	sc := createScreening(t, a.url, `{"movie":"Amnesia","rows":1,"seats_per_row":1,"payment_delay_ms":3000,"lock":"redlock"}`)
+
+	if c.downAtGrant {
+		nodes[2].kill(t)
+	}
+	paying := pay.chargeStarted(sc.ID)
+	pa := bookAsync(a.url, sc.ID, "first", "A1")
+	awaitPayment(t, paying, pa, "A's booking")
+	faultAt := time.Now()
+	nodes[0].restartEmpty(t)
+	if c.downAtGrant {
+		nodes[2].start(t)
+	}
+	gb := book(t.Context(), b.url, sc.ID, "second", "A1")
+	ga := receive(t, pa, 15*time.Second)
+	checkStatuses(t, []answer{ga, gb})
+	v := judge(t, []answer{ga, gb}, seatMap(t, a.url, sc.ID))
+	stats := pay.checkCharges(t, v.confirmed, []answer{ga, gb})
+	t.Logf("row | redlock | a node restarts empty while A pays, %s | %s | double-booked %d, lost %d | A %v, B %v (B answered %v after the restart) |",
+		c.name, pay.cell(stats), v.double, v.lost, ga, gb, gb.done.Sub(faultAt).Round(time.Millisecond))
+	if stats.Overlaps != c.wantOverlaps {
+		t.Errorf("%d overlapping charges, want %d", stats.Overlaps, c.wantOverlaps)
+	}
+	if v.confirmed != 1 {
+		t.Errorf("%d bookings confirmed, want 1", v.confirmed)
 	}
 }

@@ -53,6 +53,11 @@ func (s *Service) pay(ctx context.Context, sc Screening, w Write, lease SeatLeas
 	if s.opts.Payments == nil {
 		return "", simulatePayment(ctx, sc.PaymentDelay, lease)
 	}
+	// A holder that knows its lock is lost does not start a charge, as the
+	// simulated payment does not start its wait.
+	if err := lockHeld(lease); err != nil {
+		return "", err
+	}
 	// The charge is cancelled when the lock is lost: a holder that is no
 	// longer the holder must not go on paying. Not at the same instant,
 	// though (see lostGrace).

@@ -118,6 +118,23 @@ func TestPaymentLostLockEndsTheCharge(t *testing.T) {
 	seatFree(t, svc, "slow", "A1")
 }
 
+// A holder that already knows its lock is lost (its watchdog gave up while
+// it checked the seats) does not start a charge: the simulated payment
+// aborts at once then, and a real one must not take money only to give it
+// back (or, from a fence-checking provider, get it refused).
+func TestPaymentNotStartedAfterTheLockWasLost(t *testing.T) {
+	l := &fakeLocker{lost: make(chan struct{})}
+	close(l.lost)
+	svc, sc, p := withProvider(t, l, false)
+	if _, err := book(svc, sc.ID, "a", "A1"); !errors.Is(err, reservation.ErrLockLost) {
+		t.Fatalf("Book: %v, want ErrLockLost", err)
+	}
+	if got := p.Stats(); got != (payment.Stats{}) {
+		t.Errorf("stats %+v: a holder that knew its lock was lost started a charge", got)
+	}
+	seatFree(t, svc, sc.ID, "A1")
+}
+
 func TestPaymentProviderDownIsUnavailable(t *testing.T) {
 	for name, handler := range map[string]http.HandlerFunc{
 		"refusing connections": nil,
