@@ -53,7 +53,8 @@ const (
 	publishGather = 2 * time.Millisecond
 	// publishTimeout bounds one round trip.
 	publishTimeout = 2 * time.Second
-	// subscribeWait bounds the wait for the subscription at start-up.
+	// subscribeWait bounds the wait for a subscription: at start-up, and
+	// in Follow.
 	subscribeWait = 2 * time.Second
 )
 
@@ -246,9 +247,13 @@ func (b *Bus) send(ctx context.Context, batch []reservation.Event) {
 // every event published after reaches the Deliverer. A page's stream calls
 // it before reading its snapshot, so that no booking falls between the two.
 // It waits two seconds at most; when Redis does not answer, it returns an
-// error and go-redis subscribes once Redis is back. It returns ctx.Err()
-// when ctx ends first.
+// error and go-redis subscribes once Redis is back. When ctx ends first,
+// the error wraps ctx.Err(). A bus whose Deliverer is not a Watcher follows
+// every screening from the start, and Follow returns nil at once.
 func (b *Bus) Follow(ctx context.Context, screeningID string) error {
+	if _, ok := b.deliver.(Watcher); !ok {
+		return nil // subscribed to the pattern of every channel already
+	}
 	channel := ChannelPrefix + screeningID
 	b.mu.Lock()
 	confirmed, ok := b.followed[channel]

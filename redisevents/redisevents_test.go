@@ -174,6 +174,29 @@ func TestOnlyFollowedReceived(t *testing.T) {
 	}
 }
 
+// TestFollowOnEverySubscription: a bus subscribed to every screening
+// (its Deliverer is not a Watcher) gets nothing more from Follow; in
+// particular not each event twice, once for the pattern and once for the
+// channel.
+func TestFollowOnEverySubscription(t *testing.T) {
+	id := uuid.NewString()
+	in := newInbox(id)
+	b := start(t, in)
+	if err := b.Follow(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	want := event(id, 1)
+	b.Publish(t.Context(), want)
+	if got := in.next(t, 5*time.Second); !reflect.DeepEqual(got, want) {
+		t.Fatalf("received %+v, want %+v", got, want)
+	}
+	select {
+	case again := <-in.events:
+		t.Errorf("the event came again: %+v", again)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
 // TestFollowWaitsForRedis: Follow does not return nil before Redis has
 // confirmed the subscription; with a Redis that never answers, it returns
 // an error once its context ends.
