@@ -21,9 +21,9 @@ import (
 const maxBodyBytes = 64 << 10
 
 // decodeJSON reads the request body into v, strictly: the body must be one
-// JSON value of v's shape, with no unknown fields and nothing after it. A
-// typo such as "seat" for "seats" is an error rather than a silently empty
-// field. On failure it answers 400 (or 413 for a body over maxBodyBytes)
+// JSON value of v's shape, with no unknown fields, no field named twice or
+// in another case, and nothing after it. A typo such as "seat" for "seats"
+// is an error rather than a silently empty field. On failure it answers 400 (or 413 for a body over maxBodyBytes)
 // and returns false.
 func decodeJSON(c *gin.Context, v any) bool {
 	if c.Request.ContentLength > maxBodyBytes {
@@ -50,46 +50,51 @@ func decodeJSON(c *gin.Context, v any) bool {
 		respondCode(c, http.StatusBadRequest, codeInvalid, "request body is not valid UTF-8")
 		return false
 	}
+	// One strict pass decodes a valid body. Only a refused one is decoded
+	// again, by encoding/json, for a message that names the field.
+	if err := jsonv2.Unmarshal(body, v, jsonv2.RejectUnknownMembers(true)); err != nil {
+		respondCode(c, http.StatusBadRequest, codeInvalid, refusal(body, v, err))
+		return false
+	}
+	return true
+}
+
+// refusal explains why the strict decoder refused body for a value of v's
+// type (strictErr): encoding/json's error when it refuses the body too,
+// since it names the field and the type wanted; otherwise what only the
+// strict decoder refuses (see strictMessage).
+func refusal(body []byte, v any, strictErr error) string {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	err = dec.Decode(v)
+	err := dec.Decode(reflect.New(reflect.TypeOf(v).Elem()).Interface())
 	if err == nil {
 		// Anything but the end of the body after the value is an error.
 		var extra json.RawMessage
 		if err = dec.Decode(&extra); err == io.EOF {
-			if err := strictNames(body, v); err != nil {
-				respondCode(c, http.StatusBadRequest, codeInvalid, err.Error())
-				return false
-			}
-			return true
+			return strictMessage(strictErr)
 		} else if err == nil {
 			err = errTrailingData
 		}
 	}
-	respondCode(c, http.StatusBadRequest, codeInvalid, describeJSONError(err))
-	return false
+	return describeJSONError(err)
 }
 
 var errTrailingData = errors.New("trailing data")
 
-// strictNames checks what encoding/json lets pass: it matches field names
-// whatever their case and lets a repeated name overwrite the first. A
-// second pass with the stricter decoder of go-json-experiment, which
-// matches names exactly and refuses repeats, decodes into a fresh value of
-// v's type, so that "Seats" or two "seats" are refused rather than read
-// in a way the client may not have meant.
-func strictNames(body []byte, v any) error {
-	fresh := reflect.New(reflect.TypeOf(v).Elem()).Interface()
-	err := jsonv2.Unmarshal(body, fresh, jsonv2.RejectUnknownMembers(true))
+// strictMessage explains a refusal of the strict decoder of
+// go-json-experiment for a body that encoding/json accepts: encoding/json
+// matches field names whatever their case and lets a repeated name
+// overwrite the first, where the strict decoder matches names exactly and
+// refuses repeats, so that "Seats" or two "seats" are refused rather than
+// read in a way the client may not have meant.
+func strictMessage(err error) string {
 	switch {
-	case err == nil:
-		return nil
 	case errors.Is(err, jsontext.ErrDuplicateName):
-		return errors.New("request body names a field twice")
+		return "request body names a field twice"
 	case errors.Is(err, jsonv2.ErrUnknownName):
-		return errors.New("request body has a field name that is not exactly one of the documented ones (names are case-sensitive)")
+		return "request body has a field name that is not exactly one of the documented ones (names are case-sensitive)"
 	default:
-		return errors.New("request body is not valid JSON for this request")
+		return "request body is not valid JSON for this request"
 	}
 }
 

@@ -16,8 +16,10 @@ import (
 
 // Hub fans booking events out to the live streams (GET
 // /v1/screenings/{id}/events) open on this instance. Whatever feeds it
-// (cmd/api subscribes once to Redis and calls Deliver for every message)
-// needs one subscription per instance, however many pages are open.
+// (cmd/api's redisevents.Bus) calls Deliver for every event of the
+// screenings it follows: a stream asks its Feed to follow its screening
+// before it reads its snapshot, so an instance with no page open is fed
+// nothing.
 //
 // Deliver never waits for a stream: each stream has a bounded buffer, and
 // a stream that falls behind by a whole buffer is closed. Its page
@@ -33,6 +35,36 @@ type Hub struct {
 	mu      sync.Mutex
 	streams map[string]map[*stream]struct{} // by screening id
 	closed  bool
+	feed    Feed // set once, before the server serves; guarded by mu all the same
+}
+
+// Feed brings a hub the events of the screenings it follows.
+// redisevents.Bus is one.
+type Feed interface {
+	// Follow returns once every event of the screening published after
+	// it returns will be delivered to the hub; it returns an error when
+	// that cannot be made sure of in time (the stream then opens all the
+	// same, and may miss events until the feed is back).
+	Follow(ctx context.Context, screeningID string) error
+}
+
+// SetFeed makes the hub's streams follow their screenings on f. Without a
+// feed, streams assume that every event is delivered to the hub anyway.
+func (h *Hub) SetFeed(f Feed) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.feed = f
+}
+
+// follow asks the feed, if any, to follow a screening; see Feed.
+func (h *Hub) follow(ctx context.Context, screeningID string) error {
+	h.mu.Lock()
+	f := h.feed
+	h.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	return f.Follow(ctx, screeningID)
 }
 
 // stream is one open event stream: its handler reads events, each already
@@ -161,8 +193,9 @@ const sseWriteTimeout = 10 * time.Second
 // Server-Sent Events. The first event, "snapshot", is the whole seat map;
 // then every "booked" and "cancelled" event follows, and a comment every
 // heartbeat keeps proxies from closing an idle connection. The stream is
-// subscribed before the snapshot is read, so nothing falls between the two;
-// an event already in the snapshot is harmless when applied again.
+// subscribed, and its screening followed on the hub's feed, before the
+// snapshot is read, so nothing falls between the two; an event already in
+// the snapshot is harmless when applied again.
 //
 // The stream ends when the client goes away, when it falls behind (see
 // Hub) or when the hub closes at shutdown; the browser's EventSource then
@@ -184,6 +217,9 @@ func handleEvents(svc *reservation.Service, hub *Hub, heartbeat time.Duration) g
 			return
 		}
 		defer hub.unsubscribe(s)
+		if err := hub.follow(ctx, sc.ID); err != nil && ctx.Err() != nil {
+			return // the client went away
+		}
 		_, seats, err := svc.Seats(ctx, sc.ID)
 		if err != nil {
 			respondErr(c, err)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -39,8 +40,9 @@ func observe(logger *slog.Logger, m *metrics) gin.HandlerFunc {
 
 		elapsed := time.Since(start)
 		status := c.Writer.Status()
-		m.requests.WithLabelValues(route, methodLabel(c.Request.Method), strconv.Itoa(status)).Inc()
-		m.duration.WithLabelValues(route, strconv.Itoa(status)).Observe(elapsed.Seconds())
+		statusLabel := strconv.Itoa(status)
+		m.requests.WithLabelValues(route, methodLabel(c.Request.Method), statusLabel).Inc()
+		m.duration.WithLabelValues(route, statusLabel).Observe(elapsed.Seconds())
 
 		attrs := []slog.Attr{
 			slog.String("id", id),
@@ -62,8 +64,23 @@ func observe(logger *slog.Logger, m *metrics) gin.HandlerFunc {
 			attrs = append(attrs, slog.Bool("client_gone", true))
 			level = slog.LevelWarn
 		}
-		logger.LogAttrs(c.Request.Context(), level, "request", attrs...)
+		logRequest(c.Request.Context(), logger, level, attrs)
 	}
+}
+
+// logRequest logs the line of a request. It hands the record to the
+// handler itself, without the caller's program counter that
+// slog.Logger.LogAttrs looks up for every line (a stack walk per
+// request): the caller would always be observe, which says nothing, and
+// the server's handlers do not print it.
+func logRequest(ctx context.Context, logger *slog.Logger, level slog.Level, attrs []slog.Attr) {
+	h := logger.Handler()
+	if !h.Enabled(ctx, level) {
+		return
+	}
+	r := slog.NewRecord(time.Now(), level, "request", 0)
+	r.AddAttrs(attrs...)
+	_ = h.Handle(ctx, r)
 }
 
 // validRequestID accepts a client's request id of up to 128 visible ASCII

@@ -3,14 +3,18 @@
 // it is named after what it adapts, as reservation/postgres is.
 //
 // The instance that wrote a booking publishes its event on the channel of
-// its screening, "seatlock:events:<screening id>"; every instance,
-// subscribed once to the pattern of all such channels, hands what it
-// receives to its Deliverer (in the API, the httpapi.Hub that feeds the
-// live seat maps; being a Watcher, it is handed only the events of the
-// screenings a page is open on, and the bus decodes no other):
+// its screening, "seatlock:events:<screening id>", and every instance hands
+// what it receives to its Deliverer. A plain Deliverer is subscribed to the
+// pattern of all such channels. A Watcher (in the API, the httpapi.Hub that
+// feeds the live seat maps) is subscribed only to the channels of the
+// screenings it follows (see Bus.Follow): an instance with no page open
+// receives no event at all, so the cost of the live map does not grow with
+// the bookings of every other instance:
 //
+//	hub := httpapi.NewHub(0)
 //	bus := redisevents.Start(ctx, client, hub, redisevents.Options{Logger: logger})
 //	defer bus.Close() // after the HTTP server has shut down
+//	hub.SetFeed(bus)  // a page's stream follows its screening on the bus
 //	svc := reservation.NewService(store, reservation.Options{Events: bus})
 //
 // Pub/sub is fire-and-forget: an instance that is not connected misses
@@ -21,6 +25,7 @@ package redisevents
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -41,9 +46,15 @@ const (
 	publishQueue = 1024
 	// publishBatch bounds the events sent in one round trip.
 	publishBatch = 256
+	// publishGather is how long the events that follow a first one may
+	// gather before they are sent together. Without it, bookings that end
+	// a little apart each cost a round trip to Redis of their own; a page
+	// gathers its events for 25 ms anyway (httpapi's sseGather).
+	publishGather = 2 * time.Millisecond
 	// publishTimeout bounds one round trip.
 	publishTimeout = 2 * time.Second
-	// subscribeWait bounds the wait for the subscription at start-up.
+	// subscribeWait bounds the wait for a subscription: at start-up, and
+	// in Follow.
 	subscribeWait = 2 * time.Second
 )
 
@@ -54,9 +65,11 @@ type Deliverer interface {
 }
 
 // Watcher is a Deliverer that can say whether anyone here wants a
-// screening's events at all; the bus then drops the others unread, before
-// decoding them. httpapi.Hub is one: an instance with no page open on a
-// screening decodes none of the events its neighbours' bookings send.
+// screening's events at all. The bus subscribes it to no screening until
+// Follow is called for one, and drops unread, before decoding, the events
+// of a screening it has stopped watching. httpapi.Hub is one: an instance
+// with no page open receives none of the events its neighbours' bookings
+// send.
 type Watcher interface {
 	Deliverer
 	Watches(screeningID string) bool
@@ -93,36 +106,51 @@ type Bus struct {
 	pubsub *redis.PubSub
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// mu guards followed: the channels Follow has subscribed to, each with
+	// a channel that receive closes once Redis has confirmed the
+	// subscription. A channel stays subscribed for the life of the bus
+	// (go-redis subscribes again after a reconnection), so a confirmation
+	// is never one of an earlier subscription to the same channel.
+	mu       sync.Mutex
+	followed map[string]chan struct{}
 }
 
 var _ reservation.EventPublisher = (*Bus)(nil)
 
-// Start subscribes to the event channels of every screening and starts the
-// bus. It waits up to two seconds for Redis to confirm the subscription, so
-// that an instance that answers /healthz also sees every event written
-// after; when Redis does not answer, it starts anyway (the API must answer
-// 503 rather than not start) and go-redis subscribes once Redis is back.
+// Start starts the bus. A Deliverer that is not a Watcher is subscribed to
+// the event channels of every screening: Start waits up to two seconds for
+// Redis to confirm it, so that it sees every event written after; when
+// Redis does not answer, it starts anyway (the API must answer 503 rather
+// than not start) and go-redis subscribes once Redis is back. A Watcher is
+// subscribed to nothing yet (see Follow).
 func Start(ctx context.Context, client *redis.Client, to Deliverer, opts Options) *Bus {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	pubsub := client.PSubscribe(ctx, pattern)
-	wait, cancel := context.WithTimeout(ctx, subscribeWait)
-	if _, err := pubsub.Receive(wait); err != nil {
-		logger.Warn("live seat map: not subscribed to booking events yet; retrying in the background", "err", err)
+	var pubsub *redis.PubSub
+	if _, ok := to.(Watcher); ok {
+		pubsub = client.Subscribe(ctx)
+	} else {
+		pubsub = client.PSubscribe(ctx, pattern)
+		wait, cancel := context.WithTimeout(ctx, subscribeWait)
+		if _, err := pubsub.Receive(wait); err != nil {
+			logger.Warn("live seat map: not subscribed to booking events yet; retrying in the background", "err", err)
+		}
+		cancel()
 	}
-	cancel()
 	// The goroutines' context is not ctx: they live until Close, not
 	// until the start-up context ends.
 	runCtx, cancel := context.WithCancel(context.Background())
 	b := &Bus{
-		client:  client,
-		deliver: to,
-		logger:  logger,
-		queue:   make(chan reservation.Event, publishQueue),
-		pubsub:  pubsub,
-		cancel:  cancel,
+		client:   client,
+		deliver:  to,
+		logger:   logger,
+		queue:    make(chan reservation.Event, publishQueue),
+		pubsub:   pubsub,
+		cancel:   cancel,
+		followed: map[string]chan struct{}{},
 	}
 	b.wg.Go(func() { b.publish(runCtx) })
 	b.wg.Go(b.receive)
@@ -154,13 +182,21 @@ func sectionEvent(kind reservation.EventKind) bool {
 }
 
 // publish sends queued events, in order, until ctx ends. Whatever has
-// queued up while one batch was sent goes out in the next, in one round
-// trip (a pipeline): under load, batches grow instead of the queue.
+// queued up within publishGather of an event, or while one batch was sent,
+// goes out in one round trip (a pipeline): under load, batches grow
+// instead of the queue.
 func (b *Bus) publish(ctx context.Context) {
 	batch := make([]reservation.Event, 0, publishBatch)
+	gather := time.NewTimer(publishGather)
+	defer gather.Stop()
 	for {
 		select {
 		case ev := <-b.queue:
+			gather.Reset(publishGather)
+			select {
+			case <-gather.C:
+			case <-ctx.Done(): // send at once, then drain below
+			}
 			batch = b.fill(append(batch[:0], ev))
 			b.send(context.WithoutCancel(ctx), batch)
 		case <-ctx.Done():
@@ -206,12 +242,74 @@ func (b *Bus) send(ctx context.Context, batch []reservation.Event) {
 	}
 }
 
-// receive hands every event received to the Deliverer until the
-// subscription is closed. go-redis reconnects and resubscribes by itself
-// after an outage.
+// Follow subscribes the bus to the events of a screening, if it is not
+// already, and waits until Redis has confirmed it: once it returns nil,
+// every event published after reaches the Deliverer. A page's stream calls
+// it before reading its snapshot, so that no booking falls between the two.
+// It waits two seconds at most; when Redis does not answer, it returns an
+// error and go-redis subscribes once Redis is back. When ctx ends first,
+// the error wraps ctx.Err(). A bus whose Deliverer is not a Watcher follows
+// every screening from the start, and Follow returns nil at once.
+func (b *Bus) Follow(ctx context.Context, screeningID string) error {
+	if _, ok := b.deliver.(Watcher); !ok {
+		return nil // subscribed to the pattern of every channel already
+	}
+	channel := ChannelPrefix + screeningID
+	b.mu.Lock()
+	confirmed, ok := b.followed[channel]
+	if !ok {
+		confirmed = make(chan struct{})
+		b.followed[channel] = confirmed
+	}
+	b.mu.Unlock()
+	if !ok {
+		// go-redis keeps the channel even when this fails, and subscribes
+		// again once it has a connection.
+		_ = b.pubsub.Subscribe(ctx, channel)
+	}
+	wait, cancel := context.WithTimeout(ctx, subscribeWait)
+	defer cancel()
+	select {
+	case <-confirmed:
+		return nil
+	case <-wait.Done():
+		return fmt.Errorf("redisevents: subscribing to %s: %w", channel, wait.Err())
+	}
+}
+
+// confirm marks a subscription of Follow as confirmed by Redis.
+func (b *Bus) confirm(channel string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	confirmed, ok := b.followed[channel]
+	if !ok {
+		return
+	}
+	select {
+	case <-confirmed: // confirmed before, and again after a reconnection
+	default:
+		close(confirmed)
+	}
+}
+
+// receive hands every event received to the Deliverer, and tells Follow of
+// every subscription confirmed, until the subscription is closed. go-redis
+// reconnects and resubscribes by itself after an outage.
 func (b *Bus) receive() {
 	watcher, _ := b.deliver.(Watcher)
-	for m := range b.pubsub.Channel() {
+	for received := range b.pubsub.ChannelWithSubscriptions() {
+		var m *redis.Message
+		switch r := received.(type) {
+		case *redis.Subscription:
+			if r.Kind == "subscribe" {
+				b.confirm(r.Channel)
+			}
+			continue
+		case *redis.Message:
+			m = r
+		default:
+			continue
+		}
 		if watcher != nil && !watcher.Watches(strings.TrimPrefix(m.Channel, ChannelPrefix)) {
 			continue
 		}

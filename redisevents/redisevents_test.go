@@ -108,11 +108,17 @@ func (in *watchingInbox) Deliver(e reservation.Event) {
 }
 
 // TestUnwatchedNotDelivered: a Watcher is handed only the events of the
-// screenings it watches; the others are dropped before they are decoded.
+// screenings it watches; the others are dropped before they are decoded,
+// even on a channel the bus follows.
 func TestUnwatchedNotDelivered(t *testing.T) {
 	watched, other := uuid.NewString(), uuid.NewString()
 	in := &watchingInbox{inbox: newInbox(watched)}
 	b := start(t, in)
+	for _, id := range []string{watched, other} {
+		if err := b.Follow(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i := range 3 {
 		b.Publish(t.Context(), event(other, i))
 	}
@@ -125,6 +131,87 @@ func TestUnwatchedNotDelivered(t *testing.T) {
 	}
 	if n := in.delivered.Load(); n != 1 {
 		t.Errorf("the bus handed %d events to a watcher of one screening, want 1: the unwatched ones reached it", n)
+	}
+}
+
+// everything is a Watcher that watches every screening and keeps every
+// event the bus hands it.
+type everything struct{ events chan reservation.Event }
+
+func (everything) Watches(string) bool            { return true }
+func (e everything) Deliver(ev reservation.Event) { e.events <- ev }
+
+// TestOnlyFollowedReceived: a Watcher's bus receives the events of the
+// screenings it follows, and no other: an instance with no page open is
+// not sent its neighbours' bookings. Follow returns once the subscription
+// is in place, so an event published by another instance right after it is
+// received.
+func TestOnlyFollowedReceived(t *testing.T) {
+	in := everything{make(chan reservation.Event, 4096)}
+	b := start(t, in)
+	pub := start(t, newInbox(""))
+	other := uuid.NewString()
+	for round := range 20 {
+		id := uuid.NewString()
+		if err := b.Follow(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			pub.Publish(t.Context(), event(other, i))
+		}
+		want := event(id, round)
+		pub.Publish(t.Context(), want)
+		// One bus publishes in order on one connection: an event of the
+		// screening not followed would arrive first.
+		select {
+		case got := <-in.events:
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("round %d: received %+v, want %+v", round, got, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: the event published right after Follow never came", round)
+		}
+	}
+}
+
+// TestFollowOnEverySubscription: a bus subscribed to every screening
+// (its Deliverer is not a Watcher) gets nothing more from Follow; in
+// particular not each event twice, once for the pattern and once for the
+// channel.
+func TestFollowOnEverySubscription(t *testing.T) {
+	id := uuid.NewString()
+	in := newInbox(id)
+	b := start(t, in)
+	if err := b.Follow(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	want := event(id, 1)
+	b.Publish(t.Context(), want)
+	if got := in.next(t, 5*time.Second); !reflect.DeepEqual(got, want) {
+		t.Fatalf("received %+v, want %+v", got, want)
+	}
+	select {
+	case again := <-in.events:
+		t.Errorf("the event came again: %+v", again)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// TestFollowWaitsForRedis: Follow does not return nil before Redis has
+// confirmed the subscription; with a Redis that never answers, it returns
+// an error once its context ends.
+func TestFollowWaitsForRedis(t *testing.T) {
+	c := redis.NewClient(&redis.Options{
+		Addr: silentServer(t), MaxRetries: -1, DialerRetries: 1,
+		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond,
+	})
+	t.Cleanup(func() { c.Close() })
+	b := redisevents.Start(t.Context(), c, everything{make(chan reservation.Event, 1)}, redisevents.Options{})
+	t.Cleanup(b.Close)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if err := b.Follow(ctx, uuid.NewString()); err == nil {
+		t.Error("Follow returned nil with a Redis that never confirmed the subscription")
 	}
 }
 
