@@ -42,6 +42,18 @@
 // while the lease is still valid. The holder must check Err before it
 // writes, and stop when Lost is closed.
 //
+// A margin to stop. The lease's deadline is counted on the holder's clock
+// from when it sent the renewal, less one percent for clocks that run at
+// different rates: only that much before Redis may expire the keys and
+// hand them on. Stopping takes time (cancelling a request in flight,
+// reading its answer), and whatever the holder does until it has stopped
+// runs beside the next holder. RedisOptions.StopMargin moves the loss
+// that much earlier, so that a holder which stops within the margin has
+// stopped before the lease can end on the server. pglock and redlock have
+// the same option; zklock declares the loss a third of the session
+// timeout after it noticed a disconnection (see its doc), and flock has
+// no lease.
+//
 // One watchdog serves every lock of a Redis locker: one goroutine, one
 // timer, and a heap of the held locks ordered by when each is next due.
 // Two timers per lock would do the same job, but a service that takes

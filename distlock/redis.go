@@ -52,8 +52,18 @@ type RedisOptions struct {
 	// RenewEvery is how often the watchdog extends a lock's lease while the
 	// lock is held. Default TTL/3; a negative value disables renewals (the
 	// lease then runs out TTL after Obtain unless Refresh is called, and
-	// the watchdog only declares the loss). It must be below TTL.
+	// the watchdog only declares the loss). It must be below TTL minus
+	// the drift allowance (TTL/100) and StopMargin.
 	RenewEvery time.Duration
+
+	// StopMargin is how long before its lease could end on the server a
+	// lock is declared lost, so that its holder has that long to stop
+	// what it does under the lock before Redis may hand the keys on: set
+	// it to the longest the holder takes to stop once Lost is closed.
+	// Default 0: the loss is declared only the drift allowance (TTL/100)
+	// before. With the drift allowance it must leave more than half the
+	// TTL.
+	StopMargin time.Duration
 
 	// Prefix starts every Redis key and channel this locker uses. Default
 	// "seatlock:". It must not contain '{' or '}', so that the hash tag of
@@ -150,17 +160,19 @@ type RenewalObserver interface {
 // A Redis is safe for concurrent use. Call Close when done with it.
 type Redis struct {
 	client      RedisClient
-	scripts     *batcher     // runs the scripts, batching concurrent calls
-	opts        RedisOptions // with defaults applied
-	leaseMillis any          // opts.TTL in milliseconds, boxed once for the scripts' ARGV
+	scripts     *batcher        // runs the scripts, batching concurrent calls
+	opts        RedisOptions    // with defaults applied
+	lease       lockstate.Lease // how a holder counts opts.TTL
+	leaseMillis any             // opts.TTL in milliseconds, boxed once for the scripts' ARGV
 	sub         *subscriber
 	watchdog    *watchdog
 	conns       connClient // set only with opts.WaitReplicas
 }
 
 // NewRedis returns a Redis locker that talks to Redis through client. It
-// does no I/O. It panics if opts are inconsistent (a negative TTL, or
-// RenewEvery not below TTL): those are programming errors.
+// does no I/O. It panics if opts are inconsistent (a TTL below 1ms, a
+// StopMargin that leaves the holder half the TTL or less, RenewEvery not
+// below what it leaves): those are programming errors.
 func NewRedis(client RedisClient, opts RedisOptions) *Redis {
 	if opts.TTL == 0 {
 		opts.TTL = 10 * time.Second
@@ -171,8 +183,9 @@ func NewRedis(client RedisClient, opts RedisOptions) *Redis {
 	if opts.RenewEvery == 0 {
 		opts.RenewEvery = opts.TTL / 3
 	}
-	if opts.RenewEvery >= opts.TTL {
-		panic(fmt.Sprintf("distlock: RenewEvery %v must be below TTL %v", opts.RenewEvery, opts.TTL))
+	lease := lockstate.Lease{TTL: opts.TTL, Drift: opts.TTL / 100, StopMargin: opts.StopMargin}
+	if err := lease.Check(opts.RenewEvery); err != nil {
+		panic("distlock: " + err.Error())
 	}
 	if opts.Prefix == "" {
 		opts.Prefix = "seatlock:"
@@ -187,7 +200,7 @@ func NewRedis(client RedisClient, opts RedisOptions) *Redis {
 		opts.MaxBackoff = 500 * time.Millisecond
 	}
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
-	r := &Redis{client: client, scripts: newBatcher(client), opts: opts, leaseMillis: opts.TTL.Milliseconds(), sub: newSubscriber(client)}
+	r := &Redis{client: client, scripts: newBatcher(client), opts: opts, lease: lease, leaseMillis: opts.TTL.Milliseconds(), sub: newSubscriber(client)}
 	if opts.WaitReplicas < 0 {
 		panic(fmt.Sprintf("distlock: WaitReplicas %d is negative", opts.WaitReplicas))
 	}

@@ -43,7 +43,7 @@ type redisLock struct {
 	index    int           // position in the watchdog's heap; -1 when not in it
 	due      time.Time     // when the watchdog must next look at this lock
 	renewAt  time.Time     // when the next renewal is due; zero: no watchdog
-	deadline time.Time     // until when the lease is surely valid on the server
+	deadline time.Time     // until when the lease is surely valid on the server, less StopMargin
 	renewing chan struct{} // non-nil while a renewal is in flight; closed when it ends
 	lastErr  error         // the last failed renewal's error, for the loss report
 }
@@ -87,11 +87,12 @@ func (r *Redis) newLock(keys []string) (*redisLock, error) {
 }
 
 // leaseEnd returns until when a lease set by a command sent at sent is
-// surely still valid. The server started the lease after we sent the
-// command, so sent+TTL is early enough as long as both clocks run at the
-// same rate; one percent is taken off for clocks that do not.
+// surely still valid, less the holder's StopMargin. The server started the
+// lease after we sent the command, so sent+TTL is early enough as long as
+// both clocks run at the same rate; one percent is taken off for clocks
+// that do not.
 func (r *Redis) leaseEnd(sent time.Time) time.Time {
-	return lockstate.LeaseEnd(sent, r.opts.TTL, r.opts.TTL/100)
+	return r.lease.End(sent)
 }
 
 // setDueLocked sets when the watchdog must next look at l: at the next

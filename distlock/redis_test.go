@@ -461,3 +461,40 @@ func TestRedisFencingSurvivesDataLoss(t *testing.T) {
 		t.Fatalf("token after the data was lost %d, want above %d, the last token issued before", tok, last)
 	}
 }
+
+// TestRedisStopMarginIsLeftOnTheServer cuts a holder off from its Redis
+// server (a proxy in between is stopped) and, when the holder declares its
+// lock lost, reads the key's lease on the server itself: StopMargin must
+// still be left of it, so that the holder has that long to stop before
+// anybody else can take the key. Without the margin only the drift
+// allowance (TTL/100) is left. Half the margin is allowed for the
+// scheduling of a loaded machine.
+func TestRedisStopMarginIsLeftOnTheServer(t *testing.T) {
+	const ttl, margin, key = time.Second, 400 * time.Millisecond, "{screening-42}:C7"
+	server := testenv.StartRedisServer(t, nil)
+	direct := redis.NewClient(&redis.Options{Addr: server.Addr})
+	t.Cleanup(func() { _ = direct.Close() })
+	link := testenv.StartProxy(t, "redis", server.Addr)
+	holder := redis.NewClient(&redis.Options{Addr: link.Listen, MaxRetries: -1})
+	t.Cleanup(func() { _ = holder.Close() })
+	locker := newRedis(t, holder, distlock.RedisOptions{TTL: ttl, StopMargin: margin})
+
+	lock, err := locker.Obtain(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link.Stop()
+	select {
+	case <-lock.Lost():
+	case <-time.After(2 * ttl):
+		t.Fatalf("a holder cut off from Redis still holds its lock %v after the cut", 2*ttl)
+	}
+	left, err := direct.PTTL(t.Context(), locker.LockKeyForTest(key)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("declared lost with %v of the lease left on the server", left)
+	if left < margin/2 {
+		t.Errorf("the lock was declared lost with %v of its lease left on the server (-2ns: gone); want at least %v of the %v margin", left, margin/2, margin)
+	}
+}

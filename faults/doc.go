@@ -87,9 +87,10 @@
 // must notice the loss by itself, cut off as it is, and stop before its
 // payment ends: 409 lock_lost. The payment provider shows how close the
 // handover came: ZooKeeper's client gives up well before the server
-// expires the session; a Redlock holder gives up only its drift allowance
-// before the nodes expire its keys, less than the grace its charge
-// request gets after a loss.
+// expires the session; a Redlock holder gives up its drift allowance and
+// the service's stop time (reservation.StopTime, the lockers' StopMargin)
+// before the nodes expire its keys, so that its charge request, cancelled
+// 100 ms after a loss, has ended before anybody else can take the seat.
 //
 // TestRedisFailover: a Redis primary, a replica and a Sentinel; the
 // replica falls behind, the primary is killed under load while a holder

@@ -99,7 +99,7 @@ func runFailover(t *testing.T, lock string, waitReplicas int, prov provider) {
 	}
 	// The replica reaches the primary through a proxy, whose latency
 	// makes it fall behind, and whose stop cuts what it had not received.
-	link := startProxy(t, "replication", fmt.Sprintf("127.0.0.1:%d", primary.port))
+	link := testenv.StartProxy(t, "replication", fmt.Sprintf("127.0.0.1:%d", primary.port))
 	_, linkPort, err := net.SplitHostPort(link.Listen)
 	if err != nil {
 		t.Fatal(err)

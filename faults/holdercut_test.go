@@ -17,13 +17,16 @@ import (
 // own, cut off as it is, and stop: 409 lock_lost well before its payment
 // would have ended (and without waiting for the lock service once per
 // seat to release). The payment provider counts whether B's charge started
-// while A's was still in progress: two holders at once. ZooKeeper's
-// client declares the loss a third of the session after the disconnection,
-// well before the server can expire the session: no overlap. Redlock's
-// holder declares it at the end of its validity, only the drift allowance
-// (22 ms) before the nodes expire the keys, and its payment request is
-// cancelled 100 ms after the loss (reservation's lostGrace): B's charge
-// may start in between (docs/reliability.md). It runs only with
+// while A's was still in progress: two holders at once. A's payment request
+// is cancelled 100 ms after the loss (reservation's lostGrace), so A must
+// be told of the loss at least that long before B can take the seat.
+// ZooKeeper's client declares the loss a third of the session after the
+// disconnection, well before the server can expire the session. Redlock's
+// holder declares it at the end of its validity, which cmd/api shortens by
+// reservation.StopTime (150 ms, the lockers' StopMargin): without it, only
+// the drift allowance (22 ms) before the nodes expire the keys, and B's
+// charge started while A's was still being cancelled in 5 runs of 6
+// (docs/reliability.md). Neither may overlap. It runs only with
 // SEATLOCK_FAULT_MATRIX=1.
 func TestHolderCutOff(t *testing.T) {
 	if testing.Short() || os.Getenv(matrixEnv) != "1" {
@@ -31,12 +34,11 @@ func TestHolderCutOff(t *testing.T) {
 	}
 	const paymentDelay = 6 * time.Second
 	for _, c := range []struct {
-		lock       string
-		link       netLink
-		mayOverlap bool
+		lock string
+		link netLink
 	}{
-		{"redlock", linkRedlockTwo, true},
-		{"zookeeper", linkZooKeeper, false},
+		{"redlock", linkRedlockTwo},
+		{"zookeeper", linkZooKeeper},
 	} {
 		for _, prov := range providers() {
 			t.Run(prov.subtest(c.lock), func(t *testing.T) {
@@ -73,7 +75,7 @@ func TestHolderCutOff(t *testing.T) {
 				if ga.code != "lock_lost" || noticed > paymentDelay/2 {
 					t.Errorf("A answered %v %v after the cut; want 409 lock_lost within %v", ga, noticed, paymentDelay/2)
 				}
-				if stats.Overlaps > 0 && !c.mayOverlap {
+				if stats.Overlaps > 0 {
 					t.Errorf("%d overlapping charges: B paid while A still did", stats.Overlaps)
 				}
 				if gb.status != http.StatusCreated {

@@ -12,10 +12,7 @@ import (
 	"time"
 
 	"github.com/Shopify/toxiproxy/v2"
-	"github.com/Shopify/toxiproxy/v2/collectors"
 	"github.com/go-zookeeper/zk"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 
 	"github.com/seatlock/seatlock/internal/testenv"
 )
@@ -99,20 +96,6 @@ var (
 	}}
 )
 
-// startProxy starts a toxiproxy proxy on a free loopback port in front of
-// upstream (host:port), stopped when t ends.
-func startProxy(t *testing.T, name, upstream string) *toxiproxy.Proxy {
-	t.Helper()
-	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	srv.Metrics.ProxyMetrics = collectors.NewProxyMetricCollectors()
-	p := toxiproxy.NewProxy(srv, name, "127.0.0.1:0", upstream)
-	if err := p.Start(); err != nil {
-		t.Fatalf("start proxy to %s: %v", upstream, err)
-	}
-	t.Cleanup(p.Stop)
-	return p
-}
-
 // viaProxy returns rawURL's host:port (or rawURL itself when it is a
 // bare host:port), and a function that puts the proxy's in its place.
 func viaProxy(t *testing.T, rawURL string) (upstream string, through func(listen string) string) {
@@ -143,7 +126,7 @@ func proxyLink(t *testing.T, env map[string]string, link netLink) (string, []*to
 	proxies := make([]*toxiproxy.Proxy, link.n)
 	for i := range proxies {
 		upstream, through := viaProxy(t, entries[i])
-		proxies[i] = startProxy(t, fmt.Sprintf("%s-%d", link.env, i), upstream)
+		proxies[i] = testenv.StartProxy(t, fmt.Sprintf("%s-%d", link.env, i), upstream)
 		entries[i] = through(proxies[i].Listen)
 	}
 	return strings.Join(entries, ","), proxies

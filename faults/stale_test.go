@@ -50,7 +50,7 @@ func TestStaleCharge(t *testing.T) {
 func runStaleCharge(t *testing.T, prov provider) {
 	redisURL, database := testenv.RedisURL(t), testenv.NewDatabase(t)
 	upstream, through := viaProxy(t, redisURL)
-	link := startProxy(t, "redis", upstream)
+	link := testenv.StartProxy(t, "redis", upstream)
 	gate := startGateProxy(t, database)
 	pay := startPayments(t, prov)
 	env := func(redisURL, databaseURL string) map[string]string {

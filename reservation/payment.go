@@ -187,8 +187,18 @@ func lockHeld(lease SeatLease) error {
 // answer be read and the charge refunded; a charge still in progress is
 // cancelled after it, as before. (A charge completing at the very instant
 // of the cancel can still be missed: only a refund by booking id would
-// close that, and the provider's contract has none.)
+// close that, and the provider's contract has none.) The grace is part of
+// StopTime, which lock services must allow for.
 const lostGrace = 100 * time.Millisecond
+
+// StopTime is how long the service may still act under a seat lock after
+// the lock's Lost channel was closed: lostGrace, then the moment it takes
+// the cancelled charge to end (50ms, ample on one network). A lock service
+// that may hand a lost lock on sooner than StopTime after telling its
+// holder lets two holders pay at once; so a distributed lock must declare
+// its loss at least StopTime before its lease can end on the server
+// (cmd/api sets the lockers' StopMargin to it).
+const StopTime = lostGrace + 50*time.Millisecond
 
 // whileHeld returns a context that ends when ctx does, or grace after the
 // lease is lost, and stop, which ends the watch and reports whether the

@@ -62,9 +62,12 @@ type configError struct {
 func (e *configError) Error() string { return e.err.Error() }
 func (e *configError) Unwrap() error { return e.err }
 
-// minLockTTL keeps the lease long enough for its watchdog (TTL/3) to make
-// sense.
-const minLockTTL = 10 * time.Millisecond
+// minLockTTL keeps the lease long enough for the service to stop in time:
+// every lock with a lease is declared lost reservation.StopTime before the
+// server could end it (the lockers' StopMargin), and the lockers want that
+// margin and their drift allowance to leave the holder more than half the
+// lease. Three times StopTime leaves it two thirds, less the drift.
+const minLockTTL = 3 * reservation.StopTime
 
 // parseConfig reads the configuration from args and the environment; a flag
 // wins over its environment variable, and both are parsed by the same flag
@@ -229,7 +232,7 @@ func (c config) validate() error {
 		return fmt.Errorf("PPROF_ADDR %q must be a loopback address such as 127.0.0.1:6060: profiles show the program's insides", c.PprofAddr)
 	}
 	if c.LockTTL < minLockTTL {
-		return fmt.Errorf("LOCK_TTL %v is below %v", c.LockTTL, minLockTTL)
+		return fmt.Errorf("LOCK_TTL %v is below %v: a lock must last well beyond the %v the service takes to stop once it has lost one", c.LockTTL, minLockTTL, reservation.StopTime)
 	}
 	if c.LockWait <= 0 {
 		return fmt.Errorf("LOCK_WAIT %v must be positive", c.LockWait)

@@ -93,6 +93,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"none without demo", []string{"-lock", "none"}, nil, "DEMO_MODE"},
 		{"guard off without demo", nil, map[string]string{"WRITE_GUARD": "off"}, "DEMO_MODE"},
 		{"tiny lock ttl", []string{"-lock-ttl", "1ms"}, nil, "LOCK_TTL"},
+		{"lock ttl too short to stop in", []string{"-lock-ttl", "400ms"}, nil, "takes to stop"},
 		{"zero lock wait", []string{"-lock-wait", "0s"}, nil, "LOCK_WAIT"},
 		{"negative payment delay", []string{"-payment-delay", "-1s"}, nil, "PAYMENT_DELAY"},
 		{"payment delay over a minute", nil, map[string]string{"PAYMENT_DELAY": "61s"}, "PAYMENT_DELAY"},

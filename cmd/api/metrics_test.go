@@ -11,9 +11,9 @@ import (
 // series, the layered strategy has none of its own, and the renewals are
 // counted.
 func TestLayerMetrics(t *testing.T) {
-	// A 150ms lease is renewed every 50ms: the 400ms payment renews it
-	// several times.
-	api := startAPI(t, nil, "-lock-ttl", "150ms")
+	// The shortest lease (450ms) is renewed every 150ms: the 400ms
+	// payment renews it twice.
+	api := startAPI(t, nil, "-lock-ttl", minLockTTL.String())
 	s := createScreening(t, api.url, `{"movie":"Layers","rows":1,"seats_per_row":2,"lock":"keyed+redis","payment_delay_ms":400}`)
 	if r := call(t, "POST", api.url+"/v1/screenings/"+s.ID+"/bookings", bookingBody("ann", "A1")); r.status != http.StatusCreated {
 		t.Fatalf("booking: %d %s", r.status, r.body)
@@ -35,6 +35,6 @@ func TestLayerMetrics(t *testing.T) {
 		t.Errorf("metrics have a keyed+redis layer: the layered strategy is counted again as a whole")
 	}
 	if strings.Contains(metrics, `seatlock_lock_renewals_total{layer="redis",result="renewed"} 0`) {
-		t.Errorf("no renewal counted during a 400ms hold of a 150ms lease")
+		t.Errorf("no renewal counted during a 400ms hold of a %v lease", minLockTTL)
 	}
 }

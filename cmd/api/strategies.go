@@ -116,6 +116,13 @@ func openLockers(ctx context.Context, cfg config, logger *slog.Logger, metrics *
 // on first use: strategies that share one (keyed and keyed+redis share the
 // keyed layer; redis and keyed+redis the Redis locks) share it. What it
 // opens, b closes.
+//
+// Every locker with a lease (redis, postgres, redlock) gets
+// reservation.StopTime as its StopMargin: the service goes on paying that
+// long after a lock is lost, so the lock must be declared lost that long
+// before its server can hand it on. ZooKeeper declares a loss a third of
+// the session after a disconnection instead (zklock), and a file lock has
+// no lease.
 type lockBackends struct {
 	cfg     config
 	logger  *slog.Logger
@@ -148,7 +155,8 @@ func (lb *lockBackends) keyed() reservation.SeatLocker {
 func (lb *lockBackends) redis() reservation.SeatLocker {
 	if lb.redisLayer == nil {
 		locks := distlock.NewRedis(lb.b.redis, distlock.RedisOptions{
-			TTL: lb.cfg.LockTTL, Observer: lb.metrics.Renewals("redis"), WaitReplicas: lb.cfg.RedisWaitReplicas,
+			TTL: lb.cfg.LockTTL, StopMargin: reservation.StopTime,
+			Observer: lb.metrics.Renewals("redis"), WaitReplicas: lb.cfg.RedisWaitReplicas,
 		})
 		lb.b.closers = append(lb.b.closers, locks.Close)
 		lb.redisLayer = locking.Instrument("redis", locking.Distributed(locks), lb.metrics)
@@ -173,7 +181,7 @@ func (lb *lockBackends) postgres(ctx context.Context) (reservation.SeatLocker, e
 		return nil, fmt.Errorf("postgres lock pool: %w", err)
 	}
 	lb.b.closers = append(lb.b.closers, func() error { pool.Close(); return nil })
-	return lb.measured(reservation.LockPostgres, locking.Distributed(pglock.New(pool, pglock.Options{TTL: lb.cfg.LockTTL}))), nil
+	return lb.measured(reservation.LockPostgres, locking.Distributed(pglock.New(pool, pglock.Options{TTL: lb.cfg.LockTTL, StopMargin: reservation.StopTime}))), nil
 }
 
 // redlock builds the Redlock strategy on one client per REDLOCK_URLS node.
@@ -192,7 +200,7 @@ func (lb *lockBackends) redlock(context.Context) (reservation.SeatLocker, error)
 		clients[i] = c
 	}
 	lb.logger.Info("lock service: redlock", "nodes", len(clients))
-	return lb.measured(reservation.LockRedlock, locking.Distributed(redlock.New(clients, redlock.Options{TTL: lb.cfg.LockTTL, Fencing: true}))), nil
+	return lb.measured(reservation.LockRedlock, locking.Distributed(redlock.New(clients, redlock.Options{TTL: lb.cfg.LockTTL, StopMargin: reservation.StopTime, Fencing: true}))), nil
 }
 
 // files builds the file strategy on lock files in LOCK_DIR.

@@ -41,7 +41,7 @@ type lock struct {
 
 	// mu protects deadline; it is never held during I/O.
 	mu       sync.Mutex
-	deadline time.Time // until when the server surely keeps the session; zero without a TTL
+	deadline time.Time // until when the server surely keeps the session, less StopMargin; zero without a TTL
 }
 
 var _ distlock.Lock = (*lock)(nil)
@@ -61,14 +61,14 @@ func newLock(l *Locker, conn *pgxpool.Conn, ks *keySet, fences []int64, sent tim
 }
 
 // leaseEnd returns until when a session that last ran a statement sent at
-// sent is surely still alive on the server: the server's idle timer started
-// after it received the statement. One percent is taken off for clocks that
-// run at different rates.
+// sent is surely still alive on the server, less StopMargin: the server's
+// idle timer started after it received the statement. One percent is taken
+// off for clocks that run at different rates.
 func (l *Locker) leaseEnd(sent time.Time) time.Time {
 	if l.opts.TTL <= 0 {
 		return time.Time{}
 	}
-	return lockstate.LeaseEnd(sent, l.opts.TTL, l.opts.TTL/100)
+	return l.lease.End(sent)
 }
 
 // lose declares the lock lost with cause, unless it was lost or released

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 )
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -107,8 +108,18 @@ type Options struct {
 	// RenewEvery is how often a lock's watchdog asks the server whether
 	// the session still holds the keys, which also keeps the session from
 	// going idle. Default TTL/3, or 3s without a TTL; a negative value
-	// disables the watchdog. It must be below TTL.
+	// disables the watchdog. It must be below TTL minus the drift
+	// allowance (TTL/100) and StopMargin.
 	RenewEvery time.Duration
+
+	// StopMargin is how long before the server could end the session
+	// (its idle timeout) a lock is declared lost, so that its holder has
+	// that long to stop what it does under the lock before another
+	// session may take the keys: set it to the longest the holder takes
+	// to stop once Lost is closed. Default 0: the loss is declared only
+	// the drift allowance (TTL/100) before. With the drift allowance it
+	// must leave more than half the TTL. Without a TTL it is unused.
+	StopMargin time.Duration
 
 	// Namespace is prepended to every key before it is hashed to an
 	// advisory lock id and stored in the fence table, so that several
@@ -125,8 +136,9 @@ type Options struct {
 // A Locker is safe for concurrent use. It owns no goroutine beyond those
 // of held locks, and needs no Close.
 type Locker struct {
-	pool *pgxpool.Pool
-	opts Options // with defaults applied
+	pool  *pgxpool.Pool
+	opts  Options         // with defaults applied
+	lease lockstate.Lease // how a holder counts opts.TTL; unused without a TTL
 
 	// tableReady is set once FenceTableDDL succeeded. Two first Obtains
 	// may both run it, which is harmless: it is idempotent, and
@@ -136,7 +148,8 @@ type Locker struct {
 
 // New returns a Locker that takes its connections from pool. It does no
 // I/O: the fence table is created before the first Obtain. It panics if
-// opts are inconsistent (RenewEvery not below TTL): a programming error.
+// opts are inconsistent (a StopMargin that leaves half the TTL or less,
+// RenewEvery not below what it leaves): a programming error.
 func New(pool *pgxpool.Pool, opts Options) *Locker {
 	if opts.TTL == 0 {
 		opts.TTL = 10 * time.Second
@@ -150,13 +163,16 @@ func New(pool *pgxpool.Pool, opts Options) *Locker {
 			opts.RenewEvery = opts.TTL / 3
 		}
 	}
-	if opts.TTL > 0 && opts.RenewEvery >= opts.TTL {
-		panic(fmt.Sprintf("pglock: RenewEvery %v must be below TTL %v", opts.RenewEvery, opts.TTL))
+	lease := lockstate.Lease{TTL: opts.TTL, Drift: opts.TTL / 100, StopMargin: opts.StopMargin}
+	if opts.TTL > 0 {
+		if err := lease.Check(opts.RenewEvery); err != nil {
+			panic("pglock: " + err.Error())
+		}
 	}
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace
 	}
-	return &Locker{pool: pool, opts: opts}
+	return &Locker{pool: pool, opts: opts, lease: lease}
 }
 
 // KeyID returns the advisory lock id of key: the first 8 bytes of the

@@ -32,7 +32,7 @@
 //     the lease;
 //  2. counts the nodes that granted. The lock is held if at least N/2+1
 //     did, and its validity, TTL minus the time the attempt took minus a
-//     drift allowance (TTL/100 + 2ms), is still positive;
+//     drift allowance (TTL/100 + 2ms) minus StopMargin, is still positive;
 //  3. otherwise releases on every node at once, including those that did
 //     not answer (their script may have run all the same), and tries again
 //     after a jittered exponential backoff, until the caller's context
@@ -54,6 +54,16 @@
 // returns nil when a quorum still held the keys, distlock.ErrNotHeld when
 // fewer did (the lease had run out on the others), and ErrUnavailable when
 // too many nodes failed to answer to tell.
+//
+// The validity is when the holder must have stopped, not when it is told
+// to stop. A holder cut off from a majority learns of its loss only from
+// its own clock, at the end of its validity, and the nodes may hand the
+// keys on as soon as their leases end: with the drift allowance alone,
+// 22ms later at a TTL of 2s. Whatever the holder still does under the lock
+// in the time it takes to stop (a payment request being cancelled, say)
+// then runs beside the next holder. Options.StopMargin takes that time off
+// the validity, so that the loss is declared early enough for the holder
+// to stop before any node can expire its keys.
 //
 // The node clients should honour context deadlines
 // (ContextTimeoutEnabled), or a hung node holds every attempt up for the

@@ -37,7 +37,7 @@ type lock struct {
 	// whose flag is set and whose Stop fails has fired, and its callback
 	// has yet to take mu; Release counts it in callbacks.
 	mu          sync.Mutex
-	deadline    time.Time // until when the lock is surely valid on a quorum
+	deadline    time.Time // until when the lock is surely valid on a quorum, less StopMargin
 	renewTimer  *time.Timer
 	renewArmed  bool
 	expiryTimer *time.Timer

@@ -63,8 +63,19 @@ type Options struct {
 
 	// RenewEvery is how often a lock's watchdog extends the lease while the
 	// lock is held. Default TTL/3; a negative value disables the watchdog.
-	// It must be below TTL.
+	// It must be below TTL minus the drift allowance (TTL/100 + 2ms) and
+	// StopMargin.
 	RenewEvery time.Duration
+
+	// StopMargin is how long before its lease could end on the nodes a
+	// lock is declared lost, so that its holder has that long to stop
+	// what it does under the lock before a quorum may hand the keys on:
+	// set it to the longest the holder takes to stop once Lost is closed.
+	// It is taken off the validity of every acquisition and renewal (see
+	// the package doc). Default 0: the loss is declared only the drift
+	// allowance before. With the drift allowance it must leave more than
+	// half the TTL.
+	StopMargin time.Duration
 
 	// NodeTimeout bounds every call to one node, so that a node that is
 	// down or slow costs an attempt this much at most, not the lease.
@@ -99,8 +110,9 @@ type Options struct {
 // resources of its own: there is nothing to close.
 type Locker struct {
 	clients []Client
-	opts    Options // with defaults applied
-	quorum  int     // N/2 + 1: any two quorums share a node
+	opts    Options         // with defaults applied
+	lease   lockstate.Lease // how a holder counts opts.TTL
+	quorum  int             // N/2 + 1: any two quorums share a node
 }
 
 // New returns a Locker on the nodes behind clients. It does no I/O. It
@@ -120,8 +132,9 @@ func New(clients []Client, opts Options) *Locker {
 	if opts.RenewEvery == 0 {
 		opts.RenewEvery = opts.TTL / 3
 	}
-	if opts.RenewEvery >= opts.TTL {
-		panic(fmt.Sprintf("redlock: RenewEvery %v must be below TTL %v", opts.RenewEvery, opts.TTL))
+	lease := lockstate.Lease{TTL: opts.TTL, Drift: opts.TTL/100 + 2*time.Millisecond, StopMargin: opts.StopMargin}
+	if err := lease.Check(opts.RenewEvery); err != nil {
+		panic("redlock: " + err.Error())
 	}
 	if opts.NodeTimeout <= 0 {
 		opts.NodeTimeout = min(opts.TTL/20, 50*time.Millisecond)
@@ -139,7 +152,7 @@ func New(clients []Client, opts Options) *Locker {
 		opts.MaxBackoff = 200 * time.Millisecond
 	}
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
-	return &Locker{clients: slices.Clone(clients), opts: opts, quorum: len(clients)/2 + 1}
+	return &Locker{clients: slices.Clone(clients), opts: opts, lease: lease, quorum: len(clients)/2 + 1}
 }
 
 // Obtain takes every key, all or nothing, on a quorum of the nodes,
@@ -345,13 +358,14 @@ func (l *Locker) releaseAll(ctx context.Context, ks *keySet, token string) (held
 }
 
 // leaseEnd returns until when a lease set on the nodes by commands sent at
-// start is surely valid on a quorum of them: TTL minus the drift
-// allowance, one percent of the TTL plus 2ms for clocks that run at
-// different rates and for the granularity of expiry on the nodes. The
-// validity of the Redlock paper, TTL - elapsed - drift, is what is left of
-// it once the last node answered.
+// start is surely valid on a quorum of them, less StopMargin: TTL minus
+// the drift allowance, one percent of the TTL plus 2ms for clocks that run
+// at different rates and for the granularity of expiry on the nodes, minus
+// the time the holder needs to stop. The validity of the Redlock paper,
+// TTL - elapsed - drift, less the margin, is what is left of it once the
+// last node answered.
 func (l *Locker) leaseEnd(start time.Time) time.Time {
-	return lockstate.LeaseEnd(start, l.opts.TTL, l.opts.TTL/100+2*time.Millisecond)
+	return l.lease.End(start)
 }
 
 // backoff returns how long a waiting Obtain sleeps before its next attempt:

@@ -11,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Shopify/toxiproxy/v2"
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/distlocktest"
 	"github.com/seatlock/seatlock/distlock/redlock"
+	"github.com/seatlock/seatlock/internal/testenv"
 )
 
 const testTTL = time.Second
@@ -203,6 +205,50 @@ func TestMajorityDown(t *testing.T) {
 	}
 	if err := held.Release(t.Context()); !errors.Is(err, redlock.ErrUnavailable) {
 		t.Fatalf("Release with 2 of 3 nodes down = %v, want ErrUnavailable", err)
+	}
+}
+
+// TestStopMarginIsLeftOnTheNodes cuts a holder off from two of three
+// nodes (proxies in between are stopped) and, when the holder declares its
+// lock lost, reads the key's lease on those two nodes themselves: the next
+// holder needs them, so StopMargin must still be left on both, for the
+// holder to stop before anybody else can win a quorum. Without the margin
+// only the drift allowance (TTL/100 + 2ms) is left. Half the margin is
+// allowed for the scheduling of a loaded machine.
+func TestStopMarginIsLeftOnTheNodes(t *testing.T) {
+	const margin, key = 400 * time.Millisecond, "{screening-42}:C7"
+	servers := startServers(t, 3)
+	holderClients := clients(t, servers)
+	cut := make([]*toxiproxy.Proxy, 2)
+	for i := range cut {
+		cut[i] = testenv.StartProxy(t, fmt.Sprintf("node-%d", i), servers[i].Addr)
+		holderClients[i] = nodeClient(t, cut[i].Listen)
+	}
+	opts := testOptions()
+	opts.StopMargin = margin
+	locker := redlock.New(holderClients, opts)
+
+	lock, err := locker.Obtain(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range cut {
+		p.Stop()
+	}
+	select {
+	case <-lock.Lost():
+	case <-time.After(2 * testTTL):
+		t.Fatalf("a holder cut off from a majority still holds its lock %v after the cut", 2*testTTL)
+	}
+	for i := range cut {
+		left, err := servers[i].client(t).PTTL(t.Context(), locker.LockKeyForTest(key)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("declared lost with %v of the lease left on node %d", left, i)
+		if left < margin/2 {
+			t.Errorf("the lock was declared lost with %v of its lease left on node %d (-2ns: gone); want at least %v of the %v margin", left, i, margin/2, margin)
+		}
 	}
 }
 

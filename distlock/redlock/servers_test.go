@@ -28,14 +28,17 @@ func startServers(t testing.TB, n int) []*server {
 // stop kills the server, as a crash would, and waits for it to exit.
 func (s *server) stop() { s.Stop() }
 
-// client returns a client of its own on s, closed when t ends, configured
-// as the package doc advises for a Redlock node: it honours context
-// deadlines, so that NodeTimeout cuts a call to a hung node short, and it
-// does not retry, so that a dead node fails at once.
-func (s *server) client(t testing.TB) *redis.Client {
+// client returns a client of its own on s, closed when t ends.
+func (s *server) client(t testing.TB) *redis.Client { return nodeClient(t, s.Addr) }
+
+// nodeClient returns a client of its own on the node at addr, closed when
+// t ends, configured as the package doc advises for a Redlock node: it
+// honours context deadlines, so that NodeTimeout cuts a call to a hung
+// node short, and it does not retry, so that a dead node fails at once.
+func nodeClient(t testing.TB, addr string) *redis.Client {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{
-		Addr:                  s.Addr,
+		Addr:                  addr,
 		ContextTimeoutEnabled: true,
 		MaxRetries:            -1,
 		DialerRetries:         1,

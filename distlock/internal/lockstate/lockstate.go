@@ -1,7 +1,7 @@
 // Package lockstate is what every distlock backend's lock shares: the keys
 // it holds with their fencing tokens, whether it is held, lost or released,
 // and the helpers every Obtain uses (the owner token, the backoff between
-// attempts, the end of a lease).
+// attempts, how a holder counts a lease).
 //
 // A backend embeds State in its lock, which gives the lock Token, Lost
 // and Err, and keeps for itself only what is specific to it: how it
@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	mathrand "math/rand/v2"
 	"slices"
 	"sync"
@@ -151,10 +152,40 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// LeaseEnd returns until when a lease of ttl, set by a request sent at
-// sent, is surely still valid on the server: the server started it after
-// the request left, so sent+ttl is early enough while both clocks run at
-// the same rate; drift is taken off for clocks that do not.
-func LeaseEnd(sent time.Time, ttl, drift time.Duration) time.Time {
-	return sent.Add(ttl - drift)
+// Lease is how a holder counts a lease of TTL that the server keeps for
+// it: the holder stops counting on it before the server could end it, by
+// Drift, for clocks that run at different rates, and by StopMargin, the
+// time the holder needs to stop what it does under the lock once it is
+// told of the loss. Without StopMargin the holder is told at about the
+// moment the server may hand the keys on, and whatever it was doing runs
+// on beside the next holder until it stops.
+type Lease struct {
+	TTL, Drift, StopMargin time.Duration
+}
+
+// End returns until when a lease set by a request sent at sent is surely
+// still valid on the server, less the stop margin: the server started it
+// after the request left, so sent+TTL is early enough while both clocks
+// run at the same rate.
+func (l Lease) End(sent time.Time) time.Time {
+	return sent.Add(l.TTL - l.Drift - l.StopMargin)
+}
+
+// Check returns an error unless the holder keeps most of the lease:
+// StopMargin not negative, Drift and StopMargin together below half the
+// TTL, and renewEvery, when positive, below what is left of the TTL after
+// them (a renewal due after End would come too late).
+func (l Lease) Check(renewEvery time.Duration) error {
+	held := l.TTL - l.Drift - l.StopMargin
+	switch {
+	case l.StopMargin < 0:
+		return fmt.Errorf("StopMargin %v is negative", l.StopMargin)
+	case held <= l.TTL/2:
+		return fmt.Errorf("StopMargin %v and the drift allowance %v leave the holder %v of the TTL %v; they must leave more than half of it",
+			l.StopMargin, l.Drift, held, l.TTL)
+	case renewEvery >= held:
+		return fmt.Errorf("RenewEvery %v must be below the %v of the TTL %v that the holder counts on (TTL minus drift allowance and StopMargin)",
+			renewEvery, held, l.TTL)
+	}
+	return nil
 }
