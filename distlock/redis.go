@@ -12,6 +12,7 @@ import (
 
 	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 	"github.com/seatlock/seatlock/distlock/internal/luascript"
+	"github.com/seatlock/seatlock/distlock/internal/releases"
 )
 
 var (
@@ -153,7 +154,7 @@ type Redis struct {
 	scripts     *batcher     // runs the scripts, batching concurrent calls
 	opts        RedisOptions // with defaults applied
 	leaseMillis any          // opts.TTL in milliseconds, boxed once for the scripts' ARGV
-	sub         *subscriber
+	sub         *releases.Subscriber
 	watchdog    *watchdog
 	conns       connClient // set only with opts.WaitReplicas
 }
@@ -187,7 +188,7 @@ func NewRedis(client RedisClient, opts RedisOptions) *Redis {
 		opts.MaxBackoff = 500 * time.Millisecond
 	}
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
-	r := &Redis{client: client, scripts: newBatcher(client), opts: opts, leaseMillis: opts.TTL.Milliseconds(), sub: newSubscriber(client)}
+	r := &Redis{client: client, scripts: newBatcher(client), opts: opts, leaseMillis: opts.TTL.Milliseconds(), sub: releases.New(client)}
 	if opts.WaitReplicas < 0 {
 		panic(fmt.Sprintf("distlock: WaitReplicas %d is negative", opts.WaitReplicas))
 	}
@@ -218,7 +219,7 @@ func NewRedis(client RedisClient, opts RedisOptions) *Redis {
 // Close always returns nil.
 func (r *Redis) Close() error {
 	r.watchdog.close()
-	r.sub.close()
+	r.sub.Close()
 	return nil
 }
 
@@ -246,15 +247,15 @@ func (r *Redis) Obtain(ctx context.Context, keys ...string) (Lock, error) {
 
 	// Held. Subscribe before trying again: a release published between our
 	// failed attempt and the subscription would otherwise be missed.
-	w := r.sub.watch(l.channels)
-	defer w.stop()
-	ready := w.ready
+	w := r.sub.Watch(l.channels, nil)
+	defer w.Stop()
+	ready := w.Ready()
 	for attempt := 0; ; attempt++ {
 		timer := time.NewTimer(r.backoff(attempt, held.pttl))
 		select {
 		case <-ready:
 			ready = nil // subscribed: check once more, then wait for a push
-		case <-w.wake:
+		case <-w.Wake():
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()

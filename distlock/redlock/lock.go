@@ -92,7 +92,7 @@ func (lk *lock) Refresh(ctx context.Context) error {
 	start := time.Now()
 	deadline := l.leaseEnd(start)
 	replies := fanOut(ctx, l, func(ctx context.Context, _ int, c Client) (bool, error) {
-		return refreshScript.Run(ctx, c, lk.ks.lockKeys, lk.token, l.opts.TTL.Milliseconds()).Bool()
+		return refreshScript.Run(ctx, c, lk.ks.lockKeys, lk.token, l.leaseMillis).Bool()
 	})
 	extended, refused := 0, 0
 	var failed []error

@@ -15,6 +15,7 @@ import (
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 	"github.com/seatlock/seatlock/distlock/internal/luascript"
+	"github.com/seatlock/seatlock/distlock/internal/releases"
 )
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -51,6 +52,9 @@ var (
 // Client is what a Locker needs from the go-redis client of one node:
 // running scripts. *redis.Client satisfies it. Each node must be an
 // independent Redis server (not replicas of one another, not one Cluster).
+// A client that can also subscribe to channels (a Subscribe method like
+// *redis.Client's) lets waiters be woken by releases on that node;
+// through clients that cannot, waiters poll.
 type Client interface {
 	redis.Scripter
 }
@@ -95,15 +99,21 @@ type Options struct {
 
 // Locker is a distlock.Locker on N independent Redis servers with the
 // Redlock algorithm: a lock is held when a majority of the nodes granted
-// it, within its lease. It is safe for concurrent use and holds no
-// resources of its own: there is nothing to close.
+// it, within its lease. It is safe for concurrent use. Call Close when
+// done with it: it stops the pub/sub connections that wake waiters.
 type Locker struct {
 	clients []Client
-	opts    Options // with defaults applied
-	quorum  int     // N/2 + 1: any two quorums share a node
+	subs    []*releases.Subscriber // subs[i] carries node i's releases; nil if its client cannot subscribe
+	opts    Options                // with defaults applied
+	quorum  int                    // N/2 + 1: any two quorums share a node
+
+	// The scripts' arguments that never change, boxed once.
+	leaseMillis any // opts.TTL in milliseconds
+	fencing     any // "1" with opts.Fencing, else "0"
 }
 
-// New returns a Locker on the nodes behind clients. It does no I/O. It
+// New returns a Locker on the nodes behind clients. It does no I/O: a
+// node's pub/sub connection opens with the first waiter. It
 // panics if there are no clients or opts are inconsistent: those are
 // programming errors. An even number of nodes works but buys nothing: 4
 // nodes need 3, and survive one failure like 3 nodes do.
@@ -139,12 +149,43 @@ func New(clients []Client, opts Options) *Locker {
 		opts.MaxBackoff = 200 * time.Millisecond
 	}
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
-	return &Locker{clients: slices.Clone(clients), opts: opts, quorum: len(clients)/2 + 1}
+	l := &Locker{
+		clients:     slices.Clone(clients),
+		subs:        make([]*releases.Subscriber, len(clients)),
+		opts:        opts,
+		quorum:      len(clients)/2 + 1,
+		leaseMillis: opts.TTL.Milliseconds(),
+		fencing:     "0",
+	}
+	if opts.Fencing {
+		l.fencing = "1"
+	}
+	for i, c := range clients {
+		if c, ok := c.(releases.Client); ok {
+			l.subs[i] = releases.New(c)
+		}
+	}
+	return l
+}
+
+// Close stops the pub/sub connections that wake waiting Obtains, and waits
+// for their goroutines. Obtains still waiting then poll; locks and their
+// watchdogs are not affected.
+func (l *Locker) Close() error {
+	for _, s := range l.subs {
+		if s != nil {
+			s.Close()
+		}
+	}
+	return nil
 }
 
 // Obtain takes every key, all or nothing, on a quorum of the nodes,
-// retrying with jittered backoff until it succeeds or ctx ends; the lease
-// never limits the wait. Duplicate keys are taken once.
+// trying again until it succeeds or ctx ends; the lease never limits the
+// wait. Duplicate keys are taken once. After a failed attempt it
+// subscribes, on every node, to the release channels of the keys, and
+// tries again once subscribed; then it tries whenever a node publishes a
+// release, or after a jittered backoff when none does (a lease ran out).
 //
 // When ctx ends first, the error is errors.Join(distlock.ErrNotAcquired,
 // ctx.Err()). When failed nodes put a quorum out of reach in
@@ -156,10 +197,20 @@ func (l *Locker) Obtain(ctx context.Context, keys ...string) (distlock.Lock, err
 		return nil, err
 	}
 	unavailable := 0
+	var w *waiter // after the first failed attempt
+	defer func() { w.stop() }()
 	for attempt := 0; ; attempt++ {
 		r := l.attempt(ctx, ks)
-		if r.lock != nil || r.err != nil {
-			return lockOrNil(r.lock), r.err
+		if r.lock != nil {
+			wait := w.wait
+			if w == nil {
+				wait = lockstate.Sleep // not subscribed: poll
+			}
+			l.topUp(ctx, r.lock, r.refused, wait)
+			return r.lock, nil
+		}
+		if r.err != nil {
+			return nil, r.err
 		}
 		if r.unavailable != nil {
 			if unavailable++; unavailable >= unavailableAfter {
@@ -168,13 +219,74 @@ func (l *Locker) Obtain(ctx context.Context, keys ...string) (distlock.Lock, err
 		} else {
 			unavailable = 0
 		}
-		timer := time.NewTimer(l.backoff(attempt, r.pttl))
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, errors.Join(distlock.ErrNotAcquired, ctx.Err())
+		wait := w.wait
+		if w == nil {
+			// Subscribe, and try again once subscribed: a release
+			// published before would otherwise go unseen.
+			w = l.watch(ks)
+			wait = w.subscribed
 		}
+		if err := wait(ctx, l.backoff(attempt, r.pttl)); err != nil {
+			return nil, errors.Join(distlock.ErrNotAcquired, err)
+		}
+	}
+}
+
+// waiter is a waiting Obtain's subscription to its keys' releases, on
+// every node whose client can subscribe.
+type waiter struct {
+	watches []*releases.Watch
+	wake    chan struct{} // shared by the watches; capacity 1
+}
+
+func (l *Locker) watch(ks *keySet) *waiter {
+	w := &waiter{wake: make(chan struct{}, 1)}
+	for _, s := range l.subs {
+		if s != nil {
+			w.watches = append(w.watches, s.Watch(ks.channels, w.wake))
+		}
+	}
+	return w
+}
+
+// subscribed returns once every node's subscription is in place, or after
+// d (a node that is down never confirms one), or with ctx's error.
+func (w *waiter) subscribed(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for _, watch := range w.watches {
+		select {
+		case <-watch.Ready():
+		case <-timer.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// wait returns when a node published a release of a key since the last
+// wait, or after d, or with ctx's error.
+func (w *waiter) wait(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-w.wake:
+		return nil
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *waiter) stop() {
+	if w == nil {
+		return
+	}
+	for _, watch := range w.watches {
+		watch.Stop()
 	}
 }
 
@@ -190,6 +302,7 @@ func (l *Locker) TryObtain(ctx context.Context, keys ...string) (distlock.Lock, 
 	r := l.attempt(ctx, ks)
 	switch {
 	case r.lock != nil:
+		l.topUp(ctx, r.lock, r.refused, nil)
 		return r.lock, nil
 	case r.err != nil:
 		return nil, r.err
@@ -214,6 +327,7 @@ type attemptResult struct {
 	err         error
 	unavailable error         // failed nodes put a quorum out of reach; wraps ErrUnavailable
 	pttl        time.Duration // shortest lease left on a node that refused; -1 if unknown
+	refused     []int         // the nodes that answered that a key was held
 }
 
 // attempt is one round of Redlock: the acquire script on every node at
@@ -228,20 +342,12 @@ func (l *Locker) attempt(ctx context.Context, ks *keySet) attemptResult {
 	token := lockstate.OwnerToken()
 	start := time.Now()
 	deadline := l.leaseEnd(start)
-	fencing := "0"
-	if l.opts.Fencing {
-		fencing = "1"
-	}
 	// One clock reading for every node, so that nodes whose counters agree
 	// give the same token, and the raise round can be skipped (see
 	// acquire.lua).
-	clock := start
-	if l.opts.FenceClock != nil {
-		clock = l.opts.FenceClock()
-	}
-	now := strconv.FormatInt(clock.UnixMicro(), 10)
+	args := l.acquireArgs(token)
 	replies := fanOut(ctx, l, func(ctx context.Context, _ int, c Client) ([]int64, error) {
-		return acquireScript.Run(ctx, c, ks.acquireKeys, token, l.opts.TTL.Milliseconds(), fencing, now).Int64Slice()
+		return acquireScript.Run(ctx, c, ks.acquireKeys, args...).Int64Slice()
 	})
 
 	res := attemptResult{pttl: -1}
@@ -253,6 +359,7 @@ func (l *Locker) attempt(ctx context.Context, ks *keySet) attemptResult {
 		case r.err != nil:
 			failed = append(failed, fmt.Errorf("node %d: %w", i, r.err))
 		case len(r.val) == 2 && r.val[0] == 0:
+			res.refused = append(res.refused, i)
 			if p := time.Duration(r.val[1]) * time.Millisecond; p >= 0 && (res.pttl < 0 || p < res.pttl) {
 				res.pttl = p
 			}
@@ -271,7 +378,7 @@ func (l *Locker) attempt(ctx context.Context, ks *keySet) attemptResult {
 		ok = l.raise(ctx, ks, token, fences, granted) >= l.quorum && time.Now().Before(deadline)
 	}
 	if ok {
-		return attemptResult{lock: newLock(ctx, l, ks, token, fences, deadline)}
+		return attemptResult{lock: newLock(ctx, l, ks, token, fences, deadline), refused: res.refused}
 	}
 	// Not held: undo whatever was granted, on every node (a node that timed
 	// out may have run the script all the same), even if ctx has ended.
@@ -284,6 +391,50 @@ func (l *Locker) attempt(ctx context.Context, ks *keySet) attemptResult {
 			ErrUnavailable, ks.keys, len(failed), len(l.clients), errors.Join(failed...))
 	}
 	return res
+}
+
+// topUp takes the keys of a lock just won on the nodes that refused them,
+// so that the lock sits on every node it can, not on a bare quorum, which
+// one more node failure would take away. Those nodes refused because a key
+// was still held there a moment ago: by the previous holder, whose release
+// had not reached them yet, or by a rival whose attempt split the vote and
+// who gives its keys back at once. Neither is a holder any more (this lock
+// holds a quorum, and two quorums share a node), so their keys go soon.
+//
+// topUp tries each refusing node at once, then, for as long as one
+// NodeTimeout, again after every wait(ctx, MinBackoff), which returns
+// early when a node publishes a release. A nil wait makes one try only
+// (TryObtain's). A key still held at the end is left alone: the lock holds
+// on its quorum all the same.
+//
+// A node taken here is one more node that holds the lock for its owner:
+// Refresh extends it there and Release deletes it, as on any other. It
+// changes no fencing token: the acquire script moves the node's counters
+// as in any attempt, which only keeps them in step with the others.
+func (l *Locker) topUp(ctx context.Context, lk *lock, refused []int, wait func(context.Context, time.Duration) error) {
+	end := time.Now().Add(l.opts.NodeTimeout)
+	for len(refused) > 0 {
+		args := l.acquireArgs(lk.token)
+		replies := fanOut(ctx, l, func(ctx context.Context, i int, c Client) ([]int64, error) {
+			if !slices.Contains(refused, i) {
+				return nil, nil // granted already, or failed: not for now
+			}
+			return acquireScript.Run(ctx, c, lk.ks.acquireKeys, args...).Int64Slice()
+		})
+		still := refused[:0]
+		for _, i := range refused {
+			if r := replies[i]; r.err == nil && len(r.val) == 2 && r.val[0] == 0 {
+				still = append(still, i) // held still; taken or failed: done
+			}
+		}
+		refused = still
+		if len(refused) == 0 || wait == nil || !time.Now().Before(end) {
+			return
+		}
+		if wait(ctx, min(l.opts.MinBackoff, time.Until(end))) != nil {
+			return
+		}
+	}
 }
 
 // agreeingQuorum reports whether a quorum of the granting nodes already
@@ -330,8 +481,9 @@ func (l *Locker) raise(ctx context.Context, ks *keySet, token string, fences []i
 // every key was still held and is now deleted, and the errors of the nodes
 // that failed.
 func (l *Locker) releaseAll(ctx context.Context, ks *keySet, token string) (held int, failed []error) {
+	args := ks.releaseArgs(token)
 	replies := fanOut(ctx, l, func(ctx context.Context, _ int, c Client) (int, error) {
-		return releaseScript.Run(ctx, c, ks.lockKeys, token).Int()
+		return releaseScript.Run(ctx, c, ks.lockKeys, args...).Int()
 	})
 	for i, r := range replies {
 		switch {
@@ -398,6 +550,18 @@ type keySet struct {
 	keys        []string // the caller's keys, without duplicates, in order
 	lockKeys    []string // lockKeys[i] holds the owner token of keys[i]
 	acquireKeys []string // pairs of (lock key, fence counter)
+	channels    []string // channels[i] announces the releases of keys[i]
+}
+
+// releaseArgs returns release.lua's ARGV: the owner token, then the
+// channels.
+func (ks *keySet) releaseArgs(token string) []any {
+	args := make([]any, 0, 1+len(ks.channels))
+	args = append(args, token)
+	for _, c := range ks.channels {
+		args = append(args, c)
+	}
+	return args
 }
 
 func (l *Locker) keySet(keys []string) (*keySet, error) {
@@ -412,8 +576,19 @@ func (l *Locker) keySet(keys []string) (*keySet, error) {
 		ks.keys = append(ks.keys, k)
 		ks.lockKeys = append(ks.lockKeys, l.lockKey(k))
 		ks.acquireKeys = append(ks.acquireKeys, l.lockKey(k), l.fenceKey(k))
+		ks.channels = append(ks.channels, l.opts.Prefix+"released:"+k)
 	}
 	return ks, nil
+}
+
+// acquireArgs returns acquire.lua's ARGV for an attempt by owner token:
+// with one reading of the fence clock, in microseconds, for every node.
+func (l *Locker) acquireArgs(token string) []any {
+	clock := time.Now()
+	if l.opts.FenceClock != nil {
+		clock = l.opts.FenceClock()
+	}
+	return []any{token, l.leaseMillis, l.fencing, strconv.FormatInt(clock.UnixMicro(), 10)}
 }
 
 func (l *Locker) lockKey(key string) string  { return l.opts.Prefix + "lock:" + key }
