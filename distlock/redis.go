@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seatlock/seatlock/distlock/internal/batch"
 	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 	"github.com/seatlock/seatlock/distlock/internal/luascript"
 	"github.com/seatlock/seatlock/distlock/internal/releases"
@@ -151,9 +152,9 @@ type RenewalObserver interface {
 // A Redis is safe for concurrent use. Call Close when done with it.
 type Redis struct {
 	client      RedisClient
-	scripts     *batcher     // runs the scripts, batching concurrent calls
-	opts        RedisOptions // with defaults applied
-	leaseMillis any          // opts.TTL in milliseconds, boxed once for the scripts' ARGV
+	scripts     *batch.Batcher // runs the scripts, batching concurrent calls
+	opts        RedisOptions   // with defaults applied
+	leaseMillis any            // opts.TTL in milliseconds, boxed once for the scripts' ARGV
 	sub         *releases.Subscriber
 	watchdog    *watchdog
 	conns       connClient // set only with opts.WaitReplicas
@@ -188,7 +189,7 @@ func NewRedis(client RedisClient, opts RedisOptions) *Redis {
 		opts.MaxBackoff = 500 * time.Millisecond
 	}
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
-	r := &Redis{client: client, scripts: newBatcher(client), opts: opts, leaseMillis: opts.TTL.Milliseconds(), sub: releases.New(client)}
+	r := &Redis{client: client, scripts: batch.New(client, 0), opts: opts, leaseMillis: opts.TTL.Milliseconds(), sub: releases.New(client)}
 	if opts.WaitReplicas < 0 {
 		panic(fmt.Sprintf("distlock: WaitReplicas %d is negative", opts.WaitReplicas))
 	}
@@ -319,7 +320,7 @@ func (r *Redis) acquire(ctx context.Context, l *redisLock) (heldKey, error) {
 		defer conn.Close() // back to the pool
 		cmd = acquireScript.Run(ctx, conn, l.acquireKeys, l.argv[:2]...)
 	} else {
-		cmd = r.scripts.run(ctx, acquireScript, l.acquireKeys, l.argv[:2]...)
+		cmd = r.scripts.Run(ctx, acquireScript, l.acquireKeys, l.argv[:2]...)
 	}
 	reply, err := cmd.Int64Slice()
 	if err != nil {
@@ -364,7 +365,7 @@ func (r *Redis) replicated(ctx context.Context, conn *redis.Conn, l *redisLock) 
 	// reached, the lease frees them.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.WaitTimeout)
 	defer cancel()
-	_ = r.scripts.run(rctx, releaseScript, l.lockKeys, l.argv...).Err()
+	_ = r.scripts.Run(rctx, releaseScript, l.lockKeys, l.argv...).Err()
 	switch {
 	case err == nil:
 		return fmt.Errorf("%w: %d of %d replicas acknowledged %q within %v", ErrNotReplicated, acked, want, l.keys, r.opts.WaitTimeout)

@@ -73,7 +73,12 @@
 //
 // Every Obtain, Refresh and Release is one round trip to every node, sent
 // in parallel: the latency is that of the slowest node of a quorum, and
-// the load is N times that of one Redis. Fencing adds a second round
+// the load is N times that of one Redis. The round trips of concurrent
+// callers to one node are shared, as in package distlock's Redis backend
+// ("Shared round trips" in its doc): calls made while one is on the wire
+// to that node leave together, as one pipeline, when it is answered. A
+// batch is bounded by NodeTimeout like a lone call, so a hung node costs a
+// queued caller at most its wait plus one NodeTimeout. Fencing adds a second round
 // trip to Obtain when the nodes' fence counters disagree, and an Obtain
 // won while some node still refused adds a round trip to those nodes (see
 // Waiting). A release also publishes on every node, inside its script:

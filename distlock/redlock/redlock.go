@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/distlock/internal/batch"
 	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 	"github.com/seatlock/seatlock/distlock/internal/luascript"
 	"github.com/seatlock/seatlock/distlock/internal/releases"
@@ -102,10 +103,10 @@ type Options struct {
 // it, within its lease. It is safe for concurrent use. Call Close when
 // done with it: it stops the pub/sub connections that wake waiters.
 type Locker struct {
-	clients []Client
-	subs    []*releases.Subscriber // subs[i] carries node i's releases; nil if its client cannot subscribe
-	opts    Options                // with defaults applied
-	quorum  int                    // N/2 + 1: any two quorums share a node
+	nodes  []*batch.Batcher       // nodes[i] runs the scripts on node i, batching concurrent calls
+	subs   []*releases.Subscriber // subs[i] carries node i's releases; nil if its client cannot subscribe
+	opts   Options                // with defaults applied
+	quorum int                    // N/2 + 1: any two quorums share a node
 
 	// The scripts' arguments that never change, boxed once.
 	leaseMillis any // opts.TTL in milliseconds
@@ -150,7 +151,7 @@ func New(clients []Client, opts Options) *Locker {
 	}
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
 	l := &Locker{
-		clients:     slices.Clone(clients),
+		nodes:       make([]*batch.Batcher, len(clients)),
 		subs:        make([]*releases.Subscriber, len(clients)),
 		opts:        opts,
 		quorum:      len(clients)/2 + 1,
@@ -161,6 +162,9 @@ func New(clients []Client, opts Options) *Locker {
 		l.fencing = "1"
 	}
 	for i, c := range clients {
+		// A batch on the wire is bounded like a lone call: a hung node
+		// costs a queued caller at most its wait plus one NodeTimeout.
+		l.nodes[i] = batch.New(c, opts.NodeTimeout)
 		if c, ok := c.(releases.Client); ok {
 			l.subs[i] = releases.New(c)
 		}
@@ -346,8 +350,8 @@ func (l *Locker) attempt(ctx context.Context, ks *keySet) attemptResult {
 	// give the same token, and the raise round can be skipped (see
 	// acquire.lua).
 	args := l.acquireArgs(token)
-	replies := fanOut(ctx, l, func(ctx context.Context, _ int, c Client) ([]int64, error) {
-		return acquireScript.Run(ctx, c, ks.acquireKeys, args...).Int64Slice()
+	replies := fanOut(ctx, l, func(ctx context.Context, _ int, node *batch.Batcher) ([]int64, error) {
+		return node.Run(ctx, acquireScript, ks.acquireKeys, args...).Int64Slice()
 	})
 
 	res := attemptResult{pttl: -1}
@@ -386,9 +390,9 @@ func (l *Locker) attempt(ctx context.Context, ks *keySet) attemptResult {
 	if ctx.Err() != nil {
 		return attemptResult{err: errors.Join(distlock.ErrNotAcquired, ctx.Err())}
 	}
-	if len(failed) > len(l.clients)-l.quorum {
+	if len(failed) > len(l.nodes)-l.quorum {
 		res.unavailable = fmt.Errorf("%w: acquire %q: %d of %d nodes failed: %w",
-			ErrUnavailable, ks.keys, len(failed), len(l.clients), errors.Join(failed...))
+			ErrUnavailable, ks.keys, len(failed), len(l.nodes), errors.Join(failed...))
 	}
 	return res
 }
@@ -415,11 +419,11 @@ func (l *Locker) topUp(ctx context.Context, lk *lock, refused []int, wait func(c
 	end := time.Now().Add(l.opts.NodeTimeout)
 	for len(refused) > 0 {
 		args := l.acquireArgs(lk.token)
-		replies := fanOut(ctx, l, func(ctx context.Context, i int, c Client) ([]int64, error) {
+		replies := fanOut(ctx, l, func(ctx context.Context, i int, node *batch.Batcher) ([]int64, error) {
 			if !slices.Contains(refused, i) {
 				return nil, nil // granted already, or failed: not for now
 			}
-			return acquireScript.Run(ctx, c, lk.ks.acquireKeys, args...).Int64Slice()
+			return node.Run(ctx, acquireScript, lk.ks.acquireKeys, args...).Int64Slice()
 		})
 		still := refused[:0]
 		for _, i := range refused {
@@ -462,11 +466,11 @@ func (l *Locker) raise(ctx context.Context, ks *keySet, token string, fences []i
 	for _, f := range fences {
 		args = append(args, f)
 	}
-	replies := fanOut(ctx, l, func(ctx context.Context, i int, c Client) (int64, error) {
+	replies := fanOut(ctx, l, func(ctx context.Context, i int, node *batch.Batcher) (int64, error) {
 		if !slices.Contains(granted, i) {
 			return 0, nil // this node did not grant: nothing to raise
 		}
-		return raiseScript.Run(ctx, c, ks.acquireKeys, args...).Int64()
+		return node.Run(ctx, raiseScript, ks.acquireKeys, args...).Int64()
 	})
 	n := 0
 	for _, r := range replies {
@@ -482,8 +486,8 @@ func (l *Locker) raise(ctx context.Context, ks *keySet, token string, fences []i
 // that failed.
 func (l *Locker) releaseAll(ctx context.Context, ks *keySet, token string) (held int, failed []error) {
 	args := ks.releaseArgs(token)
-	replies := fanOut(ctx, l, func(ctx context.Context, _ int, c Client) (int, error) {
-		return releaseScript.Run(ctx, c, ks.lockKeys, args...).Int()
+	replies := fanOut(ctx, l, func(ctx context.Context, _ int, node *batch.Batcher) (int, error) {
+		return node.Run(ctx, releaseScript, ks.lockKeys, args...).Int()
 	})
 	for i, r := range replies {
 		switch {
@@ -526,20 +530,20 @@ type reply[T any] struct {
 // not all start at once), and waits for all of them: the goroutines it
 // starts end before it returns. The calling goroutine makes the last call
 // itself. replies[i] is the answer of node i.
-func fanOut[T any](ctx context.Context, l *Locker, call func(ctx context.Context, node int, c Client) (T, error)) []reply[T] {
-	replies := make([]reply[T], len(l.clients))
-	one := func(i int, c Client) {
+func fanOut[T any](ctx context.Context, l *Locker, call func(ctx context.Context, i int, node *batch.Batcher) (T, error)) []reply[T] {
+	replies := make([]reply[T], len(l.nodes))
+	one := func(i int, node *batch.Batcher) {
 		ctx, cancel := context.WithTimeout(ctx, l.opts.NodeTimeout)
 		defer cancel()
-		v, err := call(ctx, i, c)
+		v, err := call(ctx, i, node)
 		replies[i] = reply[T]{v, err} // each call writes its own element
 	}
-	last := len(l.clients) - 1
+	last := len(l.nodes) - 1
 	var wg sync.WaitGroup
-	for i, c := range l.clients[:last] {
-		wg.Go(func() { one(i, c) })
+	for i, node := range l.nodes[:last] {
+		wg.Go(func() { one(i, node) })
 	}
-	one(last, l.clients[last])
+	one(last, l.nodes[last])
 	wg.Wait()
 	return replies
 }
