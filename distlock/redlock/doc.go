@@ -78,11 +78,12 @@
 // ("Shared round trips" in its doc): calls made while one is on the wire
 // to that node leave together, as one pipeline, when it is answered. A
 // batch is bounded by NodeTimeout like a lone call, so a hung node costs a
-// queued caller at most its wait plus one NodeTimeout. Fencing adds a second round
-// trip to Obtain when the nodes' fence counters disagree, and an Obtain
-// won while some node still refused adds a round trip to those nodes (see
-// Waiting). A release also publishes on every node, inside its script:
-// work for the nodes, no round trip.
+// queued caller at most its wait plus one NodeTimeout. Renewals go out
+// alone, never queued: they are what keeps a held lock valid. Fencing
+// adds a second round trip to Obtain when the nodes' fence counters
+// disagree, and an Obtain won while some node still refused adds a round
+// trip to those nodes (see Waiting). A release also publishes on every
+// node, inside its script: work for the nodes, no round trip.
 //
 // # Waiting
 //

@@ -92,8 +92,11 @@ func (lk *lock) Refresh(ctx context.Context) error {
 	l := lk.l
 	start := time.Now()
 	deadline := l.leaseEnd(start)
+	// A renewal goes out alone, not queued behind the batches of other
+	// callers: on a loaded node a queue adds up to a round trip, and the
+	// renewal is what keeps the lock valid.
 	replies := fanOut(ctx, l, func(ctx context.Context, _ int, node *batch.Batcher) (bool, error) {
-		return node.Run(ctx, refreshScript, lk.ks.lockKeys, lk.token, l.leaseMillis).Bool()
+		return node.RunAlone(ctx, refreshScript, lk.ks.lockKeys, lk.token, l.leaseMillis).Bool()
 	})
 	extended, refused := 0, 0
 	var failed []error

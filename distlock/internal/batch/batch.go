@@ -123,6 +123,13 @@ func (b *Batcher) Run(ctx context.Context, script *redis.Script, keys []string, 
 	return c.cmd
 }
 
+// RunAlone runs script with keys and args in a round trip of its own,
+// never queued behind a batch: for a call whose latency matters more than
+// the round trips it would share, such as the renewal of a held lock.
+func (b *Batcher) RunAlone(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return script.Run(ctx, b.client, keys, args...)
+}
+
 // withdraw takes c out of the queue, if it is still there and has not been
 // told to send it, and reports whether it did. A withdrawn call was never
 // sent.

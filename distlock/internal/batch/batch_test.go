@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,9 +26,9 @@ func echo(t *testing.T) *redis.Script {
 // calls queue up behind it), and can fail every pipeline.
 type batchHook struct {
 	hold, held chan struct{} // nil: hold nothing
-	holdOnce   sync.Once
-	failWith   error // if set, every pipeline of scripts fails with it
-	stall      bool  // if set, every pipeline of scripts waits for its context to end (5s at most)
+	holding    atomic.Bool   // set by the one call held; the others pass
+	failWith   error         // if set, every pipeline of scripts fails with it
+	stall      bool          // if set, every pipeline of scripts waits for its context to end (5s at most)
 
 	// holdBatch and batchHeld, if not nil, do for the first pipeline of
 	// scripts what hold and held do for the first lone call.
@@ -42,8 +43,9 @@ func (h *batchHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *batchHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.hold != nil && cmd.Name() == "evalsha" {
-			h.holdOnce.Do(func() { close(h.held); <-h.hold })
+		if h.hold != nil && cmd.Name() == "evalsha" && h.holding.CompareAndSwap(false, true) {
+			close(h.held)
+			<-h.hold
 		}
 		return next(ctx, cmd)
 	}
@@ -266,6 +268,21 @@ func TestBatchTimeout(t *testing.T) {
 	}
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("the stalled batch ended after %v; want about %v", took, timeout)
+	}
+}
+
+// TestBatchRunAloneDoesNotQueue checks that RunAlone goes out while a
+// call is on the wire, instead of queueing behind it as Run would.
+func TestBatchRunAloneDoesNotQueue(t *testing.T) {
+	h := &batchHook{hold: make(chan struct{}), held: make(chan struct{})}
+	b := newHookedBatcher(t, h)
+	defer close(h.hold)
+	go b.Run(t.Context(), redis.NewScript("return 'first'"), nil)
+	<-h.held
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if got, err := b.RunAlone(ctx, echo(t), nil, "alone").Text(); err != nil || got != "alone" {
+		t.Fatalf("RunAlone while a call is held on the wire: got %q, %v; want \"alone\"", got, err)
 	}
 }
 
