@@ -316,14 +316,6 @@ func (l *Locker) TryObtain(ctx context.Context, keys ...string) (distlock.Lock, 
 	return nil, fmt.Errorf("%w: %q is held on a quorum of nodes", distlock.ErrNotAcquired, ks.keys)
 }
 
-// lockOrNil keeps a nil *lock from becoming a non-nil distlock.Lock.
-func lockOrNil(lk *lock) distlock.Lock {
-	if lk == nil {
-		return nil
-	}
-	return lk
-}
-
 // attemptResult is the outcome of one attempt: a lock, or an error that
 // ends Obtain, or neither (then try again).
 type attemptResult struct {
