@@ -10,8 +10,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seatlock/seatlock/distlock/internal/batch"
 	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 	"github.com/seatlock/seatlock/distlock/internal/luascript"
+	"github.com/seatlock/seatlock/distlock/internal/releases"
 )
 
 var (
@@ -160,11 +162,11 @@ type RenewalObserver interface {
 // A Redis is safe for concurrent use. Call Close when done with it.
 type Redis struct {
 	client      RedisClient
-	scripts     *batcher        // runs the scripts, batching concurrent calls
+	scripts     *batch.Batcher  // runs the scripts, batching concurrent calls
 	opts        RedisOptions    // with defaults applied
 	lease       lockstate.Lease // how a holder counts opts.TTL
 	leaseMillis any             // opts.TTL in milliseconds, boxed once for the scripts' ARGV
-	sub         *subscriber
+	sub         *releases.Subscriber
 	watchdog    *watchdog
 	conns       connClient // set only with opts.WaitReplicas
 }
@@ -200,7 +202,7 @@ func NewRedis(client RedisClient, opts RedisOptions) *Redis {
 		opts.MaxBackoff = 500 * time.Millisecond
 	}
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
-	r := &Redis{client: client, scripts: newBatcher(client), opts: opts, lease: lease, leaseMillis: opts.TTL.Milliseconds(), sub: newSubscriber(client)}
+	r := &Redis{client: client, scripts: batch.New(client, 0), opts: opts, lease: lease, leaseMillis: opts.TTL.Milliseconds(), sub: releases.New(client)}
 	if opts.WaitReplicas < 0 {
 		panic(fmt.Sprintf("distlock: WaitReplicas %d is negative", opts.WaitReplicas))
 	}
@@ -231,7 +233,7 @@ func NewRedis(client RedisClient, opts RedisOptions) *Redis {
 // Close always returns nil.
 func (r *Redis) Close() error {
 	r.watchdog.close()
-	r.sub.close()
+	r.sub.Close()
 	return nil
 }
 
@@ -259,15 +261,15 @@ func (r *Redis) Obtain(ctx context.Context, keys ...string) (Lock, error) {
 
 	// Held. Subscribe before trying again: a release published between our
 	// failed attempt and the subscription would otherwise be missed.
-	w := r.sub.watch(l.channels)
-	defer w.stop()
-	ready := w.ready
+	w := r.sub.Watch(l.channels, nil)
+	defer w.Stop()
+	ready := w.Ready()
 	for attempt := 0; ; attempt++ {
 		timer := time.NewTimer(r.backoff(attempt, held.pttl))
 		select {
 		case <-ready:
 			ready = nil // subscribed: check once more, then wait for a push
-		case <-w.wake:
+		case <-w.Wake():
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
@@ -331,7 +333,7 @@ func (r *Redis) acquire(ctx context.Context, l *redisLock) (heldKey, error) {
 		defer conn.Close() // back to the pool
 		cmd = acquireScript.Run(ctx, conn, l.acquireKeys, l.argv[:2]...)
 	} else {
-		cmd = r.scripts.run(ctx, acquireScript, l.acquireKeys, l.argv[:2]...)
+		cmd = r.scripts.Run(ctx, acquireScript, l.acquireKeys, l.argv[:2]...)
 	}
 	reply, err := cmd.Int64Slice()
 	if err != nil {
@@ -376,7 +378,7 @@ func (r *Redis) replicated(ctx context.Context, conn *redis.Conn, l *redisLock) 
 	// reached, the lease frees them.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.WaitTimeout)
 	defer cancel()
-	_ = r.scripts.run(rctx, releaseScript, l.lockKeys, l.argv...).Err()
+	_ = r.scripts.Run(rctx, releaseScript, l.lockKeys, l.argv...).Err()
 	switch {
 	case err == nil:
 		return fmt.Errorf("%w: %d of %d replicas acknowledged %q within %v", ErrNotReplicated, acked, want, l.keys, r.opts.WaitTimeout)

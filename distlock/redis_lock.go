@@ -136,7 +136,7 @@ func (l *redisLock) Refresh(ctx context.Context) error {
 // only renews locks it still watches.
 func (l *redisLock) refresh(ctx context.Context) error {
 	sent := time.Now()
-	ok, err := l.r.scripts.run(ctx, refreshScript, l.lockKeys, l.argv[:2]...).Bool()
+	ok, err := l.r.scripts.Run(ctx, refreshScript, l.lockKeys, l.argv[:2]...).Bool()
 	if err != nil {
 		return fmt.Errorf("distlock: refresh %q: %w", l.keys, err)
 	}
@@ -162,7 +162,7 @@ func (l *redisLock) Release(ctx context.Context) error {
 		<-renewing
 	}
 
-	n, err := l.r.scripts.run(ctx, releaseScript, l.lockKeys, l.argv...).Int()
+	n, err := l.r.scripts.Run(ctx, releaseScript, l.lockKeys, l.argv...).Int()
 	if err != nil {
 		return fmt.Errorf("distlock: release %q: %w", l.keys, err)
 	}

@@ -200,7 +200,9 @@ func (lb *lockBackends) redlock(context.Context) (reservation.SeatLocker, error)
 		clients[i] = c
 	}
 	lb.logger.Info("lock service: redlock", "nodes", len(clients))
-	return lb.measured(reservation.LockRedlock, locking.Distributed(redlock.New(clients, redlock.Options{TTL: lb.cfg.LockTTL, StopMargin: reservation.StopTime, Fencing: true}))), nil
+	locks := redlock.New(clients, redlock.Options{TTL: lb.cfg.LockTTL, StopMargin: reservation.StopTime, Fencing: true})
+	lb.b.closers = append(lb.b.closers, locks.Close)
+	return lb.measured(reservation.LockRedlock, locking.Distributed(locks)), nil
 }
 
 // files builds the file strategy on lock files in LOCK_DIR.

@@ -32,9 +32,12 @@
 //     the lease;
 //  2. counts the nodes that granted. The lock is held if at least N/2+1
 //     did, and its validity, TTL minus the time the attempt took minus a
-//     drift allowance (TTL/100 + 2ms) minus StopMargin, is still positive;
+//     drift allowance (TTL/100 + 2ms) minus StopMargin, is still positive.
+//     Nodes that refused are then topped up (see Waiting) before Obtain
+//     returns;
 //  3. otherwise releases on every node at once, including those that did
 //     not answer (their script may have run all the same), and tries again
+//     when a node announces a release of one of the keys (see Waiting), or
 //     after a jittered exponential backoff, until the caller's context
 //     ends.
 //
@@ -81,13 +84,50 @@
 //
 // Every Obtain, Refresh and Release is one round trip to every node, sent
 // in parallel: the latency is that of the slowest node of a quorum, and
-// the load is N times that of one Redis. Fencing adds a second round
-// trip to Obtain when the nodes' fence counters disagree. A waiting
-// Obtain polls, so a handoff takes up to a backoff interval. (Waking
-// waiters by pub/sub from every node was tried: it cut the handoff below
-// a millisecond, but waiters woken together split the vote more often,
-// and the winner of a split vote holds the lock on a bare quorum, which
-// one more node failure takes away.)
+// the load is N times that of one Redis. The round trips of concurrent
+// callers to one node are shared, as in package distlock's Redis backend
+// ("Shared round trips" in its doc): calls made while one is on the wire
+// to that node leave together, as one pipeline, when it is answered. A
+// batch is bounded by NodeTimeout like a lone call, so a hung node costs a
+// queued caller at most its wait plus one NodeTimeout. Renewals go out
+// alone, never queued: they are what keeps a held lock valid. Fencing
+// adds a second round trip to Obtain when the nodes' fence counters
+// disagree, and an Obtain won while some node still refused adds a round
+// trip to those nodes (see Waiting). A release also publishes on every
+// node, inside its script: work for the nodes, no round trip.
+//
+// # Waiting
+//
+// The release script of every node publishes on a channel per key it
+// deleted. A waiting Obtain, after its first failed attempt, subscribes to
+// its keys' channels on every node, tries once more when the nodes
+// confirm the subscriptions (a release before would otherwise go unseen),
+// and then tries whenever any node publishes: the first node to release
+// wakes it, and a wake-up that comes while it is trying is kept, so an
+// attempt that raced the holder's release on the other nodes is followed
+// at once by another. A lease that runs out publishes nothing: that is
+// noticed by the backoff, which never outlasts the shortest lease left on
+// a node that refused. Each node's client carries the waiters of a Locker
+// over one pub/sub connection (the one package distlock's Redis backend
+// uses), subscribed to a channel only while somebody waits on it; Close
+// stops those connections. Through a client that cannot subscribe,
+// waiters of that node poll.
+//
+// Waiters woken together split the vote more often than waiters that poll
+// at jittered times: one wins on a bare quorum, and the nodes it lost
+// refused only because a rival's key (or the previous holder's, whose
+// release had not reached them yet) sat there for a moment. A lock on a
+// bare quorum is lost by one more node failure. So a won attempt tops the
+// lock up: it runs the acquire script again, with the same owner token, on
+// the nodes that refused, at once and then whenever a node publishes a
+// release (polling through a client that cannot subscribe), for at most
+// NodeTimeout; whatever is still held then is left alone. A node taken so
+// is one more node that holds the lock for its owner, refreshed and
+// released like the others. Safety does not depend on it: exclusion rests
+// on the quorum, and the fencing token was settled by the quorum before
+// (the top-up's counter increments only keep the nodes' counters in
+// step). What it changes is how many node failures a held lock survives.
+// TryObtain tops up with one try, without waiting.
 //
 // # What Redlock promises, and what it does not
 //
@@ -162,7 +202,7 @@
 // # Summary
 //
 //	promises   mutual exclusion while nodes keep their data and clocks run at a sane rate; survives a minority of nodes down
-//	costs      one parallel round trip to N nodes per operation (two for Obtain with fencing when counters disagree); waiters poll
+//	costs      one parallel round trip to N nodes per operation (two for Obtain with fencing when counters disagree); waiters woken by pub/sub; a lock won on a bare quorum is topped up
 //	fails      a majority down: ErrUnavailable within a few NodeTimeouts, held locks lost at the end of their validity
 //	fencing    per-key counters, monotonic while no node loses data (appendonly yes)
 package redlock

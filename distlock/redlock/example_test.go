@@ -41,6 +41,7 @@ func Example() {
 	// ("Fencing, as far as Redlock allows" in the package doc).
 	epoch := func() time.Time { return time.Unix(0, 0) }
 	locker := redlock.New(clients, redlock.Options{TTL: 10 * time.Second, Fencing: true, FenceClock: epoch})
+	defer locker.Close()
 	ctx := context.Background()
 
 	lock, err := locker.Obtain(ctx, "{screening-42}:C7", "{screening-42}:C8")
@@ -83,6 +84,8 @@ func ExampleLocker_TryObtain() {
 	// half a second leaves room for a loaded test machine.
 	opts := redlock.Options{NodeTimeout: 500 * time.Millisecond}
 	a, b := redlock.New(clients, opts), redlock.New(clients, opts)
+	defer a.Close()
+	defer b.Close()
 	ctx := context.Background()
 
 	lock, err := a.TryObtain(ctx, "{screening-42}:C7")

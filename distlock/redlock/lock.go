@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/distlock/internal/batch"
 	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 )
 
@@ -91,8 +92,11 @@ func (lk *lock) Refresh(ctx context.Context) error {
 	l := lk.l
 	start := time.Now()
 	deadline := l.leaseEnd(start)
-	replies := fanOut(ctx, l, func(ctx context.Context, _ int, c Client) (bool, error) {
-		return refreshScript.Run(ctx, c, lk.ks.lockKeys, lk.token, l.opts.TTL.Milliseconds()).Bool()
+	// A renewal goes out alone, not queued behind the batches of other
+	// callers: on a loaded node a queue adds up to a round trip, and the
+	// renewal is what keeps the lock valid.
+	replies := fanOut(ctx, l, func(ctx context.Context, _ int, node *batch.Batcher) (bool, error) {
+		return node.RunAlone(ctx, refreshScript, lk.ks.lockKeys, lk.token, l.leaseMillis).Bool()
 	})
 	extended, refused := 0, 0
 	var failed []error
@@ -115,13 +119,13 @@ func (lk *lock) Refresh(ctx context.Context) error {
 			lk.deadline = deadline
 		}
 		return nil
-	case refused > len(l.clients)-l.quorum:
+	case refused > len(l.nodes)-l.quorum:
 		lk.loseLocked(fmt.Errorf("%w: %d of %d nodes no longer hold %q for this owner",
-			distlock.ErrLost, refused, len(l.clients), lk.ks.keys))
+			distlock.ErrLost, refused, len(l.nodes), lk.ks.keys))
 		return distlock.ErrNotHeld
 	}
 	return fmt.Errorf("%w: refresh %q: %d of %d nodes extended the lease in time, %d needed: %w",
-		ErrUnavailable, lk.ks.keys, extended, len(l.clients), l.quorum, errors.Join(failed...))
+		ErrUnavailable, lk.ks.keys, extended, len(l.nodes), l.quorum, errors.Join(failed...))
 }
 
 // Release stops the watchdog, waits for it, then deletes the keys on every
@@ -156,9 +160,9 @@ func (lk *lock) Release(ctx context.Context) error {
 		return nil
 	case held+len(failed) >= l.quorum:
 		return fmt.Errorf("%w: release %q: %d of %d nodes still held it, %d failed: %w",
-			ErrUnavailable, lk.ks.keys, held, len(l.clients), len(failed), errors.Join(failed...))
+			ErrUnavailable, lk.ks.keys, held, len(l.nodes), len(failed), errors.Join(failed...))
 	}
-	return fmt.Errorf("%w: only %d of %d nodes still held %q", distlock.ErrNotHeld, held, len(l.clients), lk.ks.keys)
+	return fmt.Errorf("%w: only %d of %d nodes still held %q", distlock.ErrNotHeld, held, len(l.nodes), lk.ks.keys)
 }
 
 // renew is renewTimer's callback: it extends the lease, and arms the timer

@@ -13,8 +13,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/distlock/internal/batch"
 	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 	"github.com/seatlock/seatlock/distlock/internal/luascript"
+	"github.com/seatlock/seatlock/distlock/internal/releases"
 )
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -51,6 +53,9 @@ var (
 // Client is what a Locker needs from the go-redis client of one node:
 // running scripts. *redis.Client satisfies it. Each node must be an
 // independent Redis server (not replicas of one another, not one Cluster).
+// A client that can also subscribe to channels (a Subscribe method like
+// *redis.Client's) lets waiters be woken by releases on that node;
+// through clients that cannot, waiters poll.
 type Client interface {
 	redis.Scripter
 }
@@ -106,16 +111,22 @@ type Options struct {
 
 // Locker is a distlock.Locker on N independent Redis servers with the
 // Redlock algorithm: a lock is held when a majority of the nodes granted
-// it, within its lease. It is safe for concurrent use and holds no
-// resources of its own: there is nothing to close.
+// it, within its lease. It is safe for concurrent use. Call Close when
+// done with it: it stops the pub/sub connections that wake waiters.
 type Locker struct {
-	clients []Client
-	opts    Options         // with defaults applied
-	lease   lockstate.Lease // how a holder counts opts.TTL
-	quorum  int             // N/2 + 1: any two quorums share a node
+	nodes  []*batch.Batcher       // nodes[i] runs the scripts on node i, batching concurrent calls
+	subs   []*releases.Subscriber // subs[i] carries node i's releases; nil if its client cannot subscribe
+	opts   Options                // with defaults applied
+	lease  lockstate.Lease        // how a holder counts opts.TTL
+	quorum int                    // N/2 + 1: any two quorums share a node
+
+	// The scripts' arguments that never change, boxed once.
+	leaseMillis any // opts.TTL in milliseconds
+	fencing     any // "1" with opts.Fencing, else "0"
 }
 
-// New returns a Locker on the nodes behind clients. It does no I/O. It
+// New returns a Locker on the nodes behind clients. It does no I/O: a
+// node's pub/sub connection opens with the first waiter. It
 // panics if there are no clients or opts are inconsistent: those are
 // programming errors. An even number of nodes works but buys nothing: 4
 // nodes need 3, and survive one failure like 3 nodes do.
@@ -152,12 +163,47 @@ func New(clients []Client, opts Options) *Locker {
 		opts.MaxBackoff = 200 * time.Millisecond
 	}
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
-	return &Locker{clients: slices.Clone(clients), opts: opts, lease: lease, quorum: len(clients)/2 + 1}
+	l := &Locker{
+		nodes:       make([]*batch.Batcher, len(clients)),
+		subs:        make([]*releases.Subscriber, len(clients)),
+		opts:        opts,
+		lease:       lease,
+		quorum:      len(clients)/2 + 1,
+		leaseMillis: opts.TTL.Milliseconds(),
+		fencing:     "0",
+	}
+	if opts.Fencing {
+		l.fencing = "1"
+	}
+	for i, c := range clients {
+		// A batch on the wire is bounded like a lone call: a hung node
+		// costs a queued caller at most its wait plus one NodeTimeout.
+		l.nodes[i] = batch.New(c, opts.NodeTimeout)
+		if c, ok := c.(releases.Client); ok {
+			l.subs[i] = releases.New(c)
+		}
+	}
+	return l
+}
+
+// Close stops the pub/sub connections that wake waiting Obtains, and waits
+// for their goroutines. Obtains still waiting then poll; locks and their
+// watchdogs are not affected.
+func (l *Locker) Close() error {
+	for _, s := range l.subs {
+		if s != nil {
+			s.Close()
+		}
+	}
+	return nil
 }
 
 // Obtain takes every key, all or nothing, on a quorum of the nodes,
-// retrying with jittered backoff until it succeeds or ctx ends; the lease
-// never limits the wait. Duplicate keys are taken once.
+// trying again until it succeeds or ctx ends; the lease never limits the
+// wait. Duplicate keys are taken once. After a failed attempt it
+// subscribes, on every node, to the release channels of the keys, and
+// tries again once subscribed; then it tries whenever a node publishes a
+// release, or after a jittered backoff when none does (a lease ran out).
 //
 // When ctx ends first, the error is errors.Join(distlock.ErrNotAcquired,
 // ctx.Err()). When failed nodes put a quorum out of reach in
@@ -169,10 +215,20 @@ func (l *Locker) Obtain(ctx context.Context, keys ...string) (distlock.Lock, err
 		return nil, err
 	}
 	unavailable := 0
+	var w *waiter // after the first failed attempt
+	defer func() { w.stop() }()
 	for attempt := 0; ; attempt++ {
 		r := l.attempt(ctx, ks)
-		if r.lock != nil || r.err != nil {
-			return lockOrNil(r.lock), r.err
+		if r.lock != nil {
+			wait := w.wait
+			if w == nil {
+				wait = lockstate.Sleep // not subscribed: poll
+			}
+			l.topUp(ctx, r.lock, r.refused, wait)
+			return r.lock, nil
+		}
+		if r.err != nil {
+			return nil, r.err
 		}
 		if r.unavailable != nil {
 			if unavailable++; unavailable >= unavailableAfter {
@@ -181,13 +237,74 @@ func (l *Locker) Obtain(ctx context.Context, keys ...string) (distlock.Lock, err
 		} else {
 			unavailable = 0
 		}
-		timer := time.NewTimer(l.backoff(attempt, r.pttl))
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, errors.Join(distlock.ErrNotAcquired, ctx.Err())
+		wait := w.wait
+		if w == nil {
+			// Subscribe, and try again once subscribed: a release
+			// published before would otherwise go unseen.
+			w = l.watch(ks)
+			wait = w.subscribed
 		}
+		if err := wait(ctx, l.backoff(attempt, r.pttl)); err != nil {
+			return nil, errors.Join(distlock.ErrNotAcquired, err)
+		}
+	}
+}
+
+// waiter is a waiting Obtain's subscription to its keys' releases, on
+// every node whose client can subscribe.
+type waiter struct {
+	watches []*releases.Watch
+	wake    chan struct{} // shared by the watches; capacity 1
+}
+
+func (l *Locker) watch(ks *keySet) *waiter {
+	w := &waiter{wake: make(chan struct{}, 1)}
+	for _, s := range l.subs {
+		if s != nil {
+			w.watches = append(w.watches, s.Watch(ks.channels, w.wake))
+		}
+	}
+	return w
+}
+
+// subscribed returns once every node's subscription is in place, or after
+// d (a node that is down never confirms one), or with ctx's error.
+func (w *waiter) subscribed(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for _, watch := range w.watches {
+		select {
+		case <-watch.Ready():
+		case <-timer.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// wait returns when a node published a release of a key since the last
+// wait, or after d, or with ctx's error.
+func (w *waiter) wait(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-w.wake:
+		return nil
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *waiter) stop() {
+	if w == nil {
+		return
+	}
+	for _, watch := range w.watches {
+		watch.Stop()
 	}
 }
 
@@ -203,6 +320,7 @@ func (l *Locker) TryObtain(ctx context.Context, keys ...string) (distlock.Lock, 
 	r := l.attempt(ctx, ks)
 	switch {
 	case r.lock != nil:
+		l.topUp(ctx, r.lock, r.refused, nil)
 		return r.lock, nil
 	case r.err != nil:
 		return nil, r.err
@@ -212,14 +330,6 @@ func (l *Locker) TryObtain(ctx context.Context, keys ...string) (distlock.Lock, 
 	return nil, fmt.Errorf("%w: %q is held on a quorum of nodes", distlock.ErrNotAcquired, ks.keys)
 }
 
-// lockOrNil keeps a nil *lock from becoming a non-nil distlock.Lock.
-func lockOrNil(lk *lock) distlock.Lock {
-	if lk == nil {
-		return nil
-	}
-	return lk
-}
-
 // attemptResult is the outcome of one attempt: a lock, or an error that
 // ends Obtain, or neither (then try again).
 type attemptResult struct {
@@ -227,6 +337,7 @@ type attemptResult struct {
 	err         error
 	unavailable error         // failed nodes put a quorum out of reach; wraps ErrUnavailable
 	pttl        time.Duration // shortest lease left on a node that refused; -1 if unknown
+	refused     []int         // the nodes that answered that a key was held
 }
 
 // attempt is one round of Redlock: the acquire script on every node at
@@ -241,20 +352,12 @@ func (l *Locker) attempt(ctx context.Context, ks *keySet) attemptResult {
 	token := lockstate.OwnerToken()
 	start := time.Now()
 	deadline := l.leaseEnd(start)
-	fencing := "0"
-	if l.opts.Fencing {
-		fencing = "1"
-	}
 	// One clock reading for every node, so that nodes whose counters agree
 	// give the same token, and the raise round can be skipped (see
 	// acquire.lua).
-	clock := start
-	if l.opts.FenceClock != nil {
-		clock = l.opts.FenceClock()
-	}
-	now := strconv.FormatInt(clock.UnixMicro(), 10)
-	replies := fanOut(ctx, l, func(ctx context.Context, _ int, c Client) ([]int64, error) {
-		return acquireScript.Run(ctx, c, ks.acquireKeys, token, l.opts.TTL.Milliseconds(), fencing, now).Int64Slice()
+	args := l.acquireArgs(token)
+	replies := fanOut(ctx, l, func(ctx context.Context, _ int, node *batch.Batcher) ([]int64, error) {
+		return node.Run(ctx, acquireScript, ks.acquireKeys, args...).Int64Slice()
 	})
 
 	res := attemptResult{pttl: -1}
@@ -266,6 +369,7 @@ func (l *Locker) attempt(ctx context.Context, ks *keySet) attemptResult {
 		case r.err != nil:
 			failed = append(failed, fmt.Errorf("node %d: %w", i, r.err))
 		case len(r.val) == 2 && r.val[0] == 0:
+			res.refused = append(res.refused, i)
 			if p := time.Duration(r.val[1]) * time.Millisecond; p >= 0 && (res.pttl < 0 || p < res.pttl) {
 				res.pttl = p
 			}
@@ -284,7 +388,7 @@ func (l *Locker) attempt(ctx context.Context, ks *keySet) attemptResult {
 		ok = l.raise(ctx, ks, token, fences, granted) >= l.quorum && time.Now().Before(deadline)
 	}
 	if ok {
-		return attemptResult{lock: newLock(ctx, l, ks, token, fences, deadline)}
+		return attemptResult{lock: newLock(ctx, l, ks, token, fences, deadline), refused: res.refused}
 	}
 	// Not held: undo whatever was granted, on every node (a node that timed
 	// out may have run the script all the same), even if ctx has ended.
@@ -292,11 +396,55 @@ func (l *Locker) attempt(ctx context.Context, ks *keySet) attemptResult {
 	if ctx.Err() != nil {
 		return attemptResult{err: errors.Join(distlock.ErrNotAcquired, ctx.Err())}
 	}
-	if len(failed) > len(l.clients)-l.quorum {
+	if len(failed) > len(l.nodes)-l.quorum {
 		res.unavailable = fmt.Errorf("%w: acquire %q: %d of %d nodes failed: %w",
-			ErrUnavailable, ks.keys, len(failed), len(l.clients), errors.Join(failed...))
+			ErrUnavailable, ks.keys, len(failed), len(l.nodes), errors.Join(failed...))
 	}
 	return res
+}
+
+// topUp takes the keys of a lock just won on the nodes that refused them,
+// so that the lock sits on every node it can, not on a bare quorum, which
+// one more node failure would take away. Those nodes refused because a key
+// was still held there a moment ago: by the previous holder, whose release
+// had not reached them yet, or by a rival whose attempt split the vote and
+// who gives its keys back at once. Neither is a holder any more (this lock
+// holds a quorum, and two quorums share a node), so their keys go soon.
+//
+// topUp tries each refusing node at once, then, for as long as one
+// NodeTimeout, again after every wait(ctx, MinBackoff), which returns
+// early when a node publishes a release. A nil wait makes one try only
+// (TryObtain's). A key still held at the end is left alone: the lock holds
+// on its quorum all the same.
+//
+// A node taken here is one more node that holds the lock for its owner:
+// Refresh extends it there and Release deletes it, as on any other. It
+// changes no fencing token: the acquire script moves the node's counters
+// as in any attempt, which only keeps them in step with the others.
+func (l *Locker) topUp(ctx context.Context, lk *lock, refused []int, wait func(context.Context, time.Duration) error) {
+	end := time.Now().Add(l.opts.NodeTimeout)
+	for len(refused) > 0 {
+		args := l.acquireArgs(lk.token)
+		replies := fanOut(ctx, l, func(ctx context.Context, i int, node *batch.Batcher) ([]int64, error) {
+			if !slices.Contains(refused, i) {
+				return nil, nil // granted already, or failed: not for now
+			}
+			return node.Run(ctx, acquireScript, lk.ks.acquireKeys, args...).Int64Slice()
+		})
+		still := refused[:0]
+		for _, i := range refused {
+			if r := replies[i]; r.err == nil && len(r.val) == 2 && r.val[0] == 0 {
+				still = append(still, i) // held still; taken or failed: done
+			}
+		}
+		refused = still
+		if len(refused) == 0 || wait == nil || !time.Now().Before(end) {
+			return
+		}
+		if wait(ctx, min(l.opts.MinBackoff, time.Until(end))) != nil {
+			return
+		}
+	}
 }
 
 // agreeingQuorum reports whether a quorum of the granting nodes already
@@ -324,11 +472,11 @@ func (l *Locker) raise(ctx context.Context, ks *keySet, token string, fences []i
 	for _, f := range fences {
 		args = append(args, f)
 	}
-	replies := fanOut(ctx, l, func(ctx context.Context, i int, c Client) (int64, error) {
+	replies := fanOut(ctx, l, func(ctx context.Context, i int, node *batch.Batcher) (int64, error) {
 		if !slices.Contains(granted, i) {
 			return 0, nil // this node did not grant: nothing to raise
 		}
-		return raiseScript.Run(ctx, c, ks.acquireKeys, args...).Int64()
+		return node.Run(ctx, raiseScript, ks.acquireKeys, args...).Int64()
 	})
 	n := 0
 	for _, r := range replies {
@@ -343,8 +491,9 @@ func (l *Locker) raise(ctx context.Context, ks *keySet, token string, fences []i
 // every key was still held and is now deleted, and the errors of the nodes
 // that failed.
 func (l *Locker) releaseAll(ctx context.Context, ks *keySet, token string) (held int, failed []error) {
-	replies := fanOut(ctx, l, func(ctx context.Context, _ int, c Client) (int, error) {
-		return releaseScript.Run(ctx, c, ks.lockKeys, token).Int()
+	args := ks.releaseArgs(token)
+	replies := fanOut(ctx, l, func(ctx context.Context, _ int, node *batch.Batcher) (int, error) {
+		return node.Run(ctx, releaseScript, ks.lockKeys, args...).Int()
 	})
 	for i, r := range replies {
 		switch {
@@ -388,20 +537,20 @@ type reply[T any] struct {
 // not all start at once), and waits for all of them: the goroutines it
 // starts end before it returns. The calling goroutine makes the last call
 // itself. replies[i] is the answer of node i.
-func fanOut[T any](ctx context.Context, l *Locker, call func(ctx context.Context, node int, c Client) (T, error)) []reply[T] {
-	replies := make([]reply[T], len(l.clients))
-	one := func(i int, c Client) {
+func fanOut[T any](ctx context.Context, l *Locker, call func(ctx context.Context, i int, node *batch.Batcher) (T, error)) []reply[T] {
+	replies := make([]reply[T], len(l.nodes))
+	one := func(i int, node *batch.Batcher) {
 		ctx, cancel := context.WithTimeout(ctx, l.opts.NodeTimeout)
 		defer cancel()
-		v, err := call(ctx, i, c)
+		v, err := call(ctx, i, node)
 		replies[i] = reply[T]{v, err} // each call writes its own element
 	}
-	last := len(l.clients) - 1
+	last := len(l.nodes) - 1
 	var wg sync.WaitGroup
-	for i, c := range l.clients[:last] {
-		wg.Go(func() { one(i, c) })
+	for i, node := range l.nodes[:last] {
+		wg.Go(func() { one(i, node) })
 	}
-	one(last, l.clients[last])
+	one(last, l.nodes[last])
 	wg.Wait()
 	return replies
 }
@@ -412,6 +561,18 @@ type keySet struct {
 	keys        []string // the caller's keys, without duplicates, in order
 	lockKeys    []string // lockKeys[i] holds the owner token of keys[i]
 	acquireKeys []string // pairs of (lock key, fence counter)
+	channels    []string // channels[i] announces the releases of keys[i]
+}
+
+// releaseArgs returns release.lua's ARGV: the owner token, then the
+// channels.
+func (ks *keySet) releaseArgs(token string) []any {
+	args := make([]any, 0, 1+len(ks.channels))
+	args = append(args, token)
+	for _, c := range ks.channels {
+		args = append(args, c)
+	}
+	return args
 }
 
 func (l *Locker) keySet(keys []string) (*keySet, error) {
@@ -426,8 +587,19 @@ func (l *Locker) keySet(keys []string) (*keySet, error) {
 		ks.keys = append(ks.keys, k)
 		ks.lockKeys = append(ks.lockKeys, l.lockKey(k))
 		ks.acquireKeys = append(ks.acquireKeys, l.lockKey(k), l.fenceKey(k))
+		ks.channels = append(ks.channels, l.opts.Prefix+"released:"+k)
 	}
 	return ks, nil
+}
+
+// acquireArgs returns acquire.lua's ARGV for an attempt by owner token:
+// with one reading of the fence clock, in microseconds, for every node.
+func (l *Locker) acquireArgs(token string) []any {
+	clock := time.Now()
+	if l.opts.FenceClock != nil {
+		clock = l.opts.FenceClock()
+	}
+	return []any{token, l.leaseMillis, l.fencing, strconv.FormatInt(clock.UnixMicro(), 10)}
 }
 
 func (l *Locker) lockKey(key string) string  { return l.opts.Prefix + "lock:" + key }

@@ -22,8 +22,9 @@ import (
 
 const benchTTL = 10 * time.Second
 
-// benchPoll is how often a blocked waiter polls: neither library has a way
-// to be woken by a release across N nodes.
+// benchPoll is how often a blocked redsync waiter polls (it cannot be
+// woken by a release), and the backoff of a Redlock waiter that no release
+// wakes.
 const benchPoll = 5 * time.Millisecond
 
 func benchLockers(b *testing.B, servers []*server) map[string]distlocktest.LockFunc {
@@ -33,9 +34,9 @@ func benchLockers(b *testing.B, servers []*server) map[string]distlocktest.LockF
 		// beyond that, which would count as failed nodes rather than time.
 		NodeTimeout: 250 * time.Millisecond,
 	}
-	fenced := redlock.New(clients(b, servers), opts)
+	fenced := newLocker(b, servers, opts)
 	opts.Fencing = false
-	unfenced := redlock.New(clients(b, servers), opts)
+	unfenced := newLocker(b, servers, opts)
 	var pools []redis.Pool
 	for _, s := range servers {
 		pools = append(pools, goredis.NewPool(s.client(b)))

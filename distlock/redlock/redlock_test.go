@@ -35,7 +35,9 @@ func testOptions() redlock.Options {
 // another process would have.
 func newLocker(t testing.TB, servers []*server, opts redlock.Options) *redlock.Locker {
 	t.Helper()
-	return redlock.New(clients(t, servers), opts)
+	l := redlock.New(clients(t, servers), opts)
+	t.Cleanup(func() { _ = l.Close() })
+	return l
 }
 
 func TestConformance(t *testing.T) {
@@ -53,7 +55,7 @@ func TestConformance(t *testing.T) {
 		NewNonRenewing: locker(-1),
 		Expire: func(t *testing.T, key string) {
 			// As if the lease had run out: on every node.
-			lockKey := redlock.New(clients(t, servers), redlock.Options{}).LockKeyForTest(key)
+			lockKey := newLocker(t, servers, redlock.Options{}).LockKeyForTest(key)
 			for _, s := range servers {
 				if n, err := s.client(t).Del(t.Context(), lockKey).Result(); err != nil || n != 1 {
 					t.Fatalf("delete %s on %s = %d, %v; want 1, nil", lockKey, s.Addr, n, err)
@@ -416,6 +418,18 @@ func withRenewEvery(opts redlock.Options, every time.Duration) redlock.Options {
 	return opts
 }
 
+// TestReleaseWakesWaiter checks that a waiting Obtain is woken by the
+// nodes' release notifications rather than by its backoff: with a backoff
+// and a lease of a minute (the backoff never outlasts the lease left), a
+// waiter that only polled would still be asleep when its context ends.
+func TestReleaseWakesWaiter(t *testing.T) {
+	servers := startServers(t, 3)
+	opts := testOptions()
+	opts.TTL, opts.MinBackoff, opts.MaxBackoff = time.Minute, time.Minute, time.Minute
+	key := "{wake}:" + uuid.NewString()
+	distlocktest.ReleaseWakesWaiter(t, newLocker(t, servers, opts), newLocker(t, servers, opts), []string{key}, []string{key})
+}
+
 // TestNodeAllOrNothing checks that a node on which one of the keys is held
 // takes none of them, even when the lock is won on the other nodes: the
 // acquire script gives back the keys it took before the held one.
@@ -434,5 +448,33 @@ func TestNodeAllOrNothing(t *testing.T) {
 	defer lock.Release(t.Context())
 	if n, err := node0.Exists(t.Context(), locker.LockKeyForTest(free)).Result(); err != nil || n != 0 {
 		t.Fatalf("node 0, where %q is held, has %q taken: EXISTS = %d, %v; want 0", held, free, n, err)
+	}
+}
+
+// TestTopUp checks that a lock won on a bare quorum is taken on the node
+// that refused it as soon as that node's key is gone, before Obtain
+// returns, so that the lock survives one more node failure: node 2 holds
+// the key for another owner for 50ms (less than NodeTimeout), as the
+// previous holder or a rival of a split vote would for a moment.
+func TestTopUp(t *testing.T) {
+	servers := startServers(t, 3)
+	locker := newLocker(t, servers, testOptions())
+	key := "{topup}:" + uuid.NewString()
+	lockKey := locker.LockKeyForTest(key)
+	node0, node2 := servers[0].client(t), servers[2].client(t)
+	if err := node2.Set(t.Context(), lockKey, "another owner", 50*time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := locker.Obtain(t.Context(), key)
+	if err != nil {
+		t.Fatalf("Obtain with the key free on 2 of 3 nodes: %v", err)
+	}
+	defer lock.Release(t.Context())
+	want, err := node0.Get(t.Context(), lockKey).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := node2.Get(t.Context(), lockKey).Result(); err != nil || got != want {
+		t.Fatalf("node 2 after Obtain: GET %s = %q, %v; want the owner token %q of nodes 0 and 1", lockKey, got, err, want)
 	}
 }

@@ -1,4 +1,7 @@
-package distlock
+// Package releases carries the release notifications of Redis locks to
+// the waiters on them, over one pub/sub connection per server: the Redis
+// backend and each node of a Redlock use it.
+package releases
 
 import (
 	"context"
@@ -11,8 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// subscriber carries release notifications to the waiting Obtains of one
-// Redis locker. A pub/sub connection per waiter would cost a server
+// Subscriber carries release notifications to the waiting Obtains of one
+// Redis locker (or one Redlock node). A pub/sub connection per waiter would cost a server
 // connection and a file descriptor each (64 waiters, 64 connections); a
 // subscriber multiplexes every waiter over one connection instead, and is
 // subscribed to a key's channel exactly while somebody waits for that key.
@@ -27,8 +30,8 @@ import (
 //
 // The receive goroutine starts with the first waiter and stops in close,
 // which waits for it.
-type subscriber struct {
-	client RedisClient
+type Subscriber struct {
+	client Client
 	ctx    context.Context    // for the pub/sub connection's commands
 	cancel context.CancelFunc // ends ctx, in close
 
@@ -44,28 +47,45 @@ type subscriber struct {
 	done     chan struct{} // closed when the receive goroutine returns
 }
 
+// Client is what a Subscriber needs from a go-redis client.
+type Client interface {
+	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
+}
+
 // channelState is one subscribed channel.
 type channelState struct {
-	waiters map[*watch]struct{}
+	waiters map[*Watch]struct{}
 	ready   chan struct{} // closed once the server has processed the SUBSCRIBE
 }
 
-// watch is one waiting Obtain's interest in the release of some keys.
-type watch struct {
-	s        *subscriber
+// Watch is one waiting Obtain's interest in the release of some keys.
+type Watch struct {
+	s        *Subscriber
 	channels []string
 	wake     chan struct{} // receives when a release was published; capacity 1
 	ready    chan struct{} // closed once every channel is subscribed
 }
+
+// Wake receives when a release was published on one of the channels of
+// the watch. A release published while the waiter was busy trying is kept
+// (one, of any number), so none is lost.
+func (w *Watch) Wake() <-chan struct{} { return w.wake }
+
+// Ready is closed once every channel of the watch is subscribed: from then
+// on no release is missed. If the connection fails, it may never be, and
+// the waiter polls instead.
+func (w *Watch) Ready() <-chan struct{} { return w.ready }
 
 // healthEvery is how long the receive goroutine waits for a message before
 // it pings the server, so that a silently dead connection is noticed and
 // replaced.
 const healthEvery = 30 * time.Second
 
-func newSubscriber(client RedisClient) *subscriber {
+// New returns a Subscriber on client. It does no I/O: the pub/sub
+// connection opens with the first Watch.
+func New(client Client) *Subscriber {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &subscriber{
+	return &Subscriber{
 		client:   client,
 		ctx:      ctx,
 		cancel:   cancel,
@@ -82,11 +102,15 @@ func closedChan() chan struct{} {
 	return c
 }
 
-// watch subscribes to channels and returns the watch; the caller must call
-// stop. Its ready channel is closed once every subscription is in place;
-// if the connection fails, it may never be, and the waiter polls instead.
-func (s *subscriber) watch(channels []string) *watch {
-	w := &watch{s: s, channels: channels, wake: make(chan struct{}, 1)}
+// Watch subscribes to channels and returns the watch; the caller must call
+// Stop. wake is the channel the watch sends to (Wake): a waiter on several
+// servers passes the same one, of capacity 1, to each server's Subscriber;
+// nil makes one.
+func (s *Subscriber) Watch(channels []string, wake chan struct{}) *Watch {
+	if wake == nil {
+		wake = make(chan struct{}, 1)
+	}
+	w := &Watch{s: s, channels: channels, wake: wake}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -103,7 +127,7 @@ func (s *subscriber) watch(channels []string) *watch {
 	for _, c := range channels {
 		st := s.channels[c]
 		if st == nil {
-			st = &channelState{waiters: make(map[*watch]struct{})}
+			st = &channelState{waiters: make(map[*Watch]struct{})}
 			s.channels[c] = st
 			fresh = append(fresh, c)
 		} else {
@@ -134,7 +158,7 @@ func (s *subscriber) watch(channels []string) *watch {
 
 // barrier sends a PING with a fresh payload and returns the channel closed
 // when its PONG arrives. s.mu must be held.
-func (s *subscriber) barrier() chan struct{} {
+func (s *Subscriber) barrier() chan struct{} {
 	s.seq++
 	payload := strconv.FormatUint(s.seq, 10)
 	ch := make(chan struct{})
@@ -143,9 +167,9 @@ func (s *subscriber) barrier() chan struct{} {
 	return ch
 }
 
-// stop ends the watch, and unsubscribes from the channels nobody else
+// Stop ends the watch, and unsubscribes from the channels nobody else
 // waits on.
-func (w *watch) stop() {
+func (w *Watch) Stop() {
 	s := w.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -169,7 +193,7 @@ func (w *watch) stop() {
 // receive reads the pub/sub connection until close. go-redis reconnects
 // and subscribes again after a connection error; releases published in
 // between are missed, which the waiters' backoff polling covers.
-func (s *subscriber) receive() {
+func (s *Subscriber) receive() {
 	defer close(s.done)
 	for {
 		msg, err := s.ps.ReceiveTimeout(s.ctx, healthEvery)
@@ -201,7 +225,7 @@ func (s *subscriber) receive() {
 
 // notify wakes every waiter on channel. A waiter that is busy trying finds
 // the wake-up buffered, so none is lost.
-func (s *subscriber) notify(channel string) {
+func (s *Subscriber) notify(channel string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st := s.channels[channel]; st != nil {
@@ -214,7 +238,7 @@ func (s *subscriber) notify(channel string) {
 	}
 }
 
-func (s *subscriber) confirm(payload string) {
+func (s *Subscriber) confirm(payload string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ch, ok := s.barriers[payload]; ok {
@@ -226,7 +250,7 @@ func (s *subscriber) confirm(payload string) {
 // resendBarriers sends again the PINGs whose PONG a broken connection may
 // have swallowed. On the new connection go-redis has subscribed again
 // before the PING, so its PONG still proves the subscriptions.
-func (s *subscriber) resendBarriers() {
+func (s *Subscriber) resendBarriers() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for payload := range s.barriers {
@@ -234,9 +258,9 @@ func (s *subscriber) resendBarriers() {
 	}
 }
 
-// close stops the receive goroutine, if it started, and waits for it.
+// Close stops the receive goroutine, if it started, and waits for it.
 // Watches still running are no longer woken; they poll.
-func (s *subscriber) close() {
+func (s *Subscriber) Close() {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

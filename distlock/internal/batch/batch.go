@@ -1,12 +1,24 @@
-package distlock
+// Package batch runs the Redis scripts of concurrent callers together, in
+// one pipeline per round trip ("shared round trips" in the distlock package
+// doc): distlock's Redis backend uses one Batcher per client, and Redlock
+// one per node.
+package batch
 
 import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
+
+// Client is what a Batcher needs from a go-redis client: running scripts.
+// A client that can also pipeline (see pipeliningClient) gets its calls
+// batched; through one that cannot, every call goes out alone.
+type Client interface {
+	redis.Scripter
+}
 
 // pipeliningClient is a client that can send several commands in one
 // write and read their replies in one read. *redis.Client,
@@ -15,7 +27,7 @@ type pipeliningClient interface {
 	Pipeline() redis.Pipeliner
 }
 
-// batcher runs the scripts of concurrent callers together, so that many
+// Batcher runs the scripts of concurrent callers together, so that many
 // goroutines locking and unlocking at once cost Redis and the client a few
 // large round trips instead of one each ("group commit").
 //
@@ -29,9 +41,10 @@ type pipeliningClient interface {
 //
 // Every call is still one script run, EVALSHA, on the server: only the
 // network trips are shared, never a script.
-type batcher struct {
-	client RedisClient
-	pipe   pipeliningClient // nil when client cannot pipeline: no batching
+type Batcher struct {
+	client  Client
+	pipe    pipeliningClient // nil when client cannot pipeline: no batching
+	timeout time.Duration    // bounds a batch on the wire; 0: no bound of its own
 
 	mu      sync.Mutex
 	sending bool          // a call or a batch is on the wire
@@ -52,18 +65,26 @@ type scriptCall struct {
 	done  chan struct{} // buffered: signalled once
 }
 
-func newBatcher(client RedisClient) *batcher {
-	b := &batcher{client: client}
+// New returns a Batcher on client. A batch goes out with the values of
+// the context of the caller that sends it, but not its cancellation (one
+// caller giving up must not fail the others) nor its deadline: a positive
+// timeout is the deadline of every batch instead, counted from when it is
+// sent, so that a batch on a hung connection ends; with 0, a batch waits
+// as long as the client's own timeouts let it. A call that goes out alone
+// keeps its caller's context.
+func New(client Client, timeout time.Duration) *Batcher {
+	b := &Batcher{client: client, timeout: timeout}
 	b.pipe, _ = client.(pipeliningClient)
 	return b
 }
 
-// run runs script with keys and args, alone or in a batch, and returns
+// Run runs script with keys and args, alone or in a batch, and returns
 // its reply. A queued call whose ctx ends before its batch is sent leaves
 // the queue and returns ctx.Err(), unsent. Once sent, it waits for its
 // reply: the batch goes out with the context of its sender, without its
-// cancellation, because one caller giving up must not fail the others.
-func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+// cancellation, because one caller giving up must not fail the others
+// (see New for its deadline).
+func (b *Batcher) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
 	if b.pipe == nil {
 		return script.Run(ctx, b.client, keys, args...)
 	}
@@ -93,7 +114,7 @@ func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, 
 		batch := b.queue // c is its first call
 		b.queue = nil
 		b.mu.Unlock()
-		b.send(context.WithoutCancel(ctx), batch)
+		b.send(ctx, batch)
 		b.handOff()
 		for _, other := range batch[1:] {
 			other.done <- struct{}{}
@@ -102,10 +123,17 @@ func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, 
 	return c.cmd
 }
 
+// RunAlone runs script with keys and args in a round trip of its own,
+// never queued behind a batch: for a call whose latency matters more than
+// the round trips it would share, such as the renewal of a held lock.
+func (b *Batcher) RunAlone(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return script.Run(ctx, b.client, keys, args...)
+}
+
 // withdraw takes c out of the queue, if it is still there and has not been
 // told to send it, and reports whether it did. A withdrawn call was never
 // sent.
-func (b *batcher) withdraw(c *scriptCall) bool {
+func (b *Batcher) withdraw(c *scriptCall) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	i := slices.Index(b.queue, c)
@@ -118,7 +146,7 @@ func (b *batcher) withdraw(c *scriptCall) bool {
 
 // handOff is called when what was on the wire has been answered: the
 // first queued caller, if any, is told to send the queue.
-func (b *batcher) handOff() {
+func (b *Batcher) handOff() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.queue) == 0 {
@@ -133,7 +161,13 @@ func (b *batcher) handOff() {
 // send runs batch in one pipeline and stores every reply in its call. A
 // server that has not seen a script yet (NOSCRIPT: it restarted, or was
 // flushed) gets that call again with the script's source.
-func (b *batcher) send(ctx context.Context, batch []*scriptCall) {
+func (b *Batcher) send(ctx context.Context, batch []*scriptCall) {
+	ctx = context.WithoutCancel(ctx)
+	if b.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.timeout)
+		defer cancel()
+	}
 	pipe := b.pipe.Pipeline()
 	for _, c := range batch {
 		c.cmd = c.script.EvalSha(ctx, pipe, c.keys, c.args...)

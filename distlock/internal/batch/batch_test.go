@@ -1,10 +1,11 @@
-package distlock
+package batch
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,8 +26,9 @@ func echo(t *testing.T) *redis.Script {
 // calls queue up behind it), and can fail every pipeline.
 type batchHook struct {
 	hold, held chan struct{} // nil: hold nothing
-	holdOnce   sync.Once
-	failWith   error // if set, every pipeline of scripts fails with it
+	holding    atomic.Bool   // set by the one call held; the others pass
+	failWith   error         // if set, every pipeline of scripts fails with it
+	stall      bool          // if set, every pipeline of scripts waits for its context to end (5s at most)
 
 	// holdBatch and batchHeld, if not nil, do for the first pipeline of
 	// scripts what hold and held do for the first lone call.
@@ -41,8 +43,9 @@ func (h *batchHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *batchHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.hold != nil && cmd.Name() == "evalsha" {
-			h.holdOnce.Do(func() { close(h.held); <-h.hold })
+		if h.hold != nil && cmd.Name() == "evalsha" && h.holding.CompareAndSwap(false, true) {
+			close(h.held)
+			<-h.hold
 		}
 		return next(ctx, cmd)
 	}
@@ -58,6 +61,16 @@ func (h *batchHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 		h.mu.Unlock()
 		if h.holdBatch != nil {
 			h.holdBatchOnce.Do(func() { close(h.batchHeld); <-h.holdBatch })
+		}
+		if h.stall {
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Second):
+			}
+			for _, cmd := range cmds {
+				cmd.SetErr(context.Cause(ctx))
+			}
+			return context.Cause(ctx)
 		}
 		if h.failWith != nil {
 			for _, cmd := range cmds {
@@ -79,7 +92,11 @@ func (h *batchHook) largestPipeline() int {
 	return largest
 }
 
-func newHookedBatcher(t *testing.T, h *batchHook) *batcher {
+func newHookedBatcher(t *testing.T, h *batchHook) *Batcher {
+	return newHookedBatcherTimeout(t, h, 0)
+}
+
+func newHookedBatcherTimeout(t *testing.T, h *batchHook, timeout time.Duration) *Batcher {
 	t.Helper()
 	opt, err := redis.ParseURL(testenv.RedisURL(t))
 	if err != nil {
@@ -88,21 +105,21 @@ func newHookedBatcher(t *testing.T, h *batchHook) *batcher {
 	c := redis.NewClient(opt)
 	t.Cleanup(func() { _ = c.Close() })
 	c.AddHook(h)
-	return newBatcher(c)
+	return New(c, timeout)
 }
 
 // queueBehindHeldCall starts a lone call that h holds on the wire, then
 // one call per context in ctxs, in that order, and waits until they are
 // all queued. It returns the replies of the queued calls, to be read once
 // h.hold is closed, each reply in its caller's position.
-func queueBehindHeldCall(t *testing.T, b *batcher, h *batchHook, script *redis.Script, ctxs []context.Context) []chan *redis.Cmd {
+func queueBehindHeldCall(t *testing.T, b *Batcher, h *batchHook, script *redis.Script, ctxs []context.Context) []chan *redis.Cmd {
 	t.Helper()
-	go b.run(t.Context(), redis.NewScript("return 'first'"), nil)
+	go b.Run(t.Context(), redis.NewScript("return 'first'"), nil)
 	<-h.held
 	replies := make([]chan *redis.Cmd, len(ctxs))
 	for i, ctx := range ctxs {
 		replies[i] = make(chan *redis.Cmd, 1)
-		go func() { replies[i] <- b.run(ctx, script, nil, fmt.Sprint("caller-", i)) }()
+		go func() { replies[i] <- b.Run(ctx, script, nil, fmt.Sprint("caller-", i)) }()
 		for queued := 0; queued != i+1; {
 			time.Sleep(100 * time.Microsecond)
 			b.mu.Lock()
@@ -124,7 +141,7 @@ func TestBatchRepliesReachTheirCallers(t *testing.T) {
 		wg.Go(func() {
 			for i := range calls {
 				want := fmt.Sprintf("%d/%d", g, i)
-				got, err := b.run(t.Context(), script, nil, want).Text()
+				got, err := b.Run(t.Context(), script, nil, want).Text()
 				if err != nil || got != want {
 					errs <- fmt.Errorf("goroutine %d, call %d: got %q, %v; want %q", g, i, got, err, want)
 					return
@@ -176,7 +193,7 @@ func TestBatchErrorReachesEveryCaller(t *testing.T) {
 		}
 	}
 	// The batcher is idle again: a lone call goes out by itself.
-	if got, err := b.run(t.Context(), script, nil, "after").Text(); err != nil || got != "after" {
+	if got, err := b.Run(t.Context(), script, nil, "after").Text(); err != nil || got != "after" {
 		t.Errorf("a call after the failed batch: got %q, %v; want \"after\"", got, err)
 	}
 }
@@ -231,6 +248,41 @@ func TestBatchQueuedCallerGivesUp(t *testing.T) {
 	}
 	if n := h.largestPipeline(); n != 2 {
 		t.Errorf("the queued calls went out in pipelines of at most %d; want one of 2, without caller 1", n)
+	}
+}
+
+// TestBatchTimeout checks that a batch on a connection that stops
+// answering ends after the Batcher's timeout, as Redlock needs of a hung
+// node, although no caller's context ends.
+func TestBatchTimeout(t *testing.T) {
+	h := &batchHook{hold: make(chan struct{}), held: make(chan struct{}), stall: true}
+	const timeout = 100 * time.Millisecond
+	b := newHookedBatcherTimeout(t, h, timeout)
+	replies := queueBehindHeldCall(t, b, h, echo(t), contexts(t, 3))
+	start := time.Now()
+	close(h.hold)
+	for i, reply := range replies {
+		if err := (<-reply).Err(); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("caller %d: error %v; want context.DeadlineExceeded", i, err)
+		}
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("the stalled batch ended after %v; want about %v", took, timeout)
+	}
+}
+
+// TestBatchRunAloneDoesNotQueue checks that RunAlone goes out while a
+// call is on the wire, instead of queueing behind it as Run would.
+func TestBatchRunAloneDoesNotQueue(t *testing.T) {
+	h := &batchHook{hold: make(chan struct{}), held: make(chan struct{})}
+	b := newHookedBatcher(t, h)
+	defer close(h.hold)
+	go b.Run(t.Context(), redis.NewScript("return 'first'"), nil)
+	<-h.held
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if got, err := b.RunAlone(ctx, echo(t), nil, "alone").Text(); err != nil || got != "alone" {
+		t.Fatalf("RunAlone while a call is held on the wire: got %q, %v; want \"alone\"", got, err)
 	}
 }
 
