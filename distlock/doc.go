@@ -111,9 +111,9 @@
 // the wire queue up, and when it is answered they go out as one pipeline,
 // one write and one read for all of them. Nothing ever waits to fill a
 // batch, so a lone caller pays nothing for it, and a busy service spends
-// far less of its CPU (and of Redis's) on system calls: on the 2-core
-// machine of docs/benchmarks-distlock.md, 64 goroutines complete about 1.7
-// times as many acquire+release cycles as with one round trip each. Every
+// far less of its CPU (and of Redis's) on system calls
+// (docs/benchmarks-distlock.md measures it against libraries that make
+// one round trip per call). Every
 // call is still its own script run, atomic on its own; a queued call whose
 // context ends before its batch leaves is withdrawn unsent.
 //
