@@ -296,26 +296,13 @@ func TestCommitWithoutAnswerIsInDoubt(t *testing.T) {
 	dbURL := testenv.NewDatabase(t)
 	store := open(t, dbURL)
 	sc := faultScreening(t, store, reservation.LockRedis)
-	conn := admin(t, dbURL)
-	_, err := conn.Exec(t.Context(), `
-CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF NEW.customer = 'refused' THEN
-    RAISE EXCEPTION 'refused at commit' USING ERRCODE = '23514';
-  END IF;
-  PERFORM pg_sleep(2);
-  RETURN NULL;
-END $$;
-CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON bookings
-  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	slowCommit(t, dbURL, 2*time.Second)
 
 	w := faultWrite(sc, "A1")
+	w.Booking.Customer = "slow"
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
-	err = store.Book(ctx, w)
+	err := store.Book(ctx, w)
 	if !errors.Is(err, reservation.ErrWriteInDoubt) || !errors.Is(err, reservation.ErrUnavailable) {
 		t.Errorf("Book whose COMMIT outlived its context: %v, want ErrWriteInDoubt", err)
 	}
