@@ -49,11 +49,14 @@ import (
 // in doubt (reservation.ErrWriteInDoubt), as it leaves a lone booking.
 //
 // One caller giving up must not fail the others: a batch runs on a context
-// of its own, which ends at the latest deadline of its callers, not at
-// the first cancellation. A caller whose context ends while it is queued
-// leaves the queue, unsent. One whose context ends while its booking is
-// on the wire gets ErrWriteInDoubt at once: its booking may yet commit,
-// so the service looks it up before refunding the charge.
+// of its own, which ends at the latest deadline of its callers (a caller
+// without one counts as batchTimeout from its call), not at the first
+// cancellation. A caller whose context ends while it is queued leaves the
+// queue, unsent. One whose context ends while its booking is on the wire
+// waits for the batch's answer, which that deadline bounds: answering
+// "in doubt" at once would let the service look the booking up before the
+// batch commits, find nothing, and refund the charge of a booking that
+// then commits.
 //
 // Two batches must not deadlock. Alone, book_seats locks a booking's seat
 // rows in seat order, so two single bookings wait for each other in one
@@ -69,7 +72,8 @@ import (
 // deadlock's victim is undone alone, by its subtransaction, and sent
 // again in the next batch (deadlockRetries times at most).
 type committer struct {
-	pool *pgxpool.Pool
+	pool    *pgxpool.Pool
+	senders sync.WaitGroup // the send goroutines; close waits for them
 
 	mu       sync.Mutex
 	inFlight int             // batches on the wire, at most maxInFlight
@@ -89,6 +93,11 @@ const maxInFlight = 2
 // the cache every snapshot of the server reads, which slows all queries.
 const maxBatch = 48
 
+// batchTimeout is the deadline a booking whose caller has none gives its
+// batch: a batch on a connection that never answers must end, its
+// bookings then in doubt.
+const batchTimeout = 10 * time.Second
+
 // deadlockRetries is how many times a booking chosen as a deadlock's
 // victim is sent again before its error is returned.
 const deadlockRetries = 3
@@ -97,7 +106,7 @@ const deadlockRetries = 3
 // outcome.
 type pendingWrite struct {
 	w        reservation.Write
-	deadline time.Time // of its caller's context; zero for none
+	deadline time.Time // of its caller's context, or batchTimeout from the call
 	retries  int       // times sent again after a deadlock
 
 	err  error
@@ -115,18 +124,17 @@ func (c *committer) book(ctx context.Context, w reservation.Write) error {
 	if c.withdraw(p) {
 		return translate("book", ctx.Err())
 	}
-	select {
-	case <-p.done: // answered as ctx ended: the answer is known
-		return p.err
-	default:
-		return fmt.Errorf("postgres: book: %w: %w", reservation.ErrWriteInDoubt, ctx.Err())
-	}
+	<-p.done // on the wire: the batch's deadline bounds the wait
+	return p.err
 }
 
 // enqueue queues ws, in one go, for the next batch, and starts sending
 // if nothing is on the wire.
 func (c *committer) enqueue(ctx context.Context, ws ...reservation.Write) []*pendingWrite {
-	deadline, _ := ctx.Deadline()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(batchTimeout)
+	}
 	pending := make([]*pendingWrite, len(ws))
 	for i, w := range ws {
 		pending[i] = &pendingWrite{w: w, deadline: deadline, done: make(chan struct{})}
@@ -136,7 +144,7 @@ func (c *committer) enqueue(ctx context.Context, ws ...reservation.Write) []*pen
 	c.queue = append(c.queue, pending...)
 	if c.inFlight < maxInFlight {
 		c.inFlight++
-		go c.send()
+		c.senders.Go(c.send)
 	}
 	return pending
 }
@@ -191,20 +199,21 @@ func (c *committer) send() {
 }
 
 // batchContext is the context a batch runs on: no caller's cancellation
-// reaches it, and it ends at the latest of its callers' deadlines (never,
-// if one has none), when nobody waits for its answer any more.
+// reaches it, and it ends at the latest of its callers' deadlines, when
+// nobody waits for its answer any more.
 func batchContext(batch []*pendingWrite) (context.Context, context.CancelFunc) {
 	var last time.Time
 	for _, p := range batch {
-		if p.deadline.IsZero() {
-			return context.WithCancel(context.Background())
-		}
 		if p.deadline.After(last) {
 			last = p.deadline
 		}
 	}
 	return context.WithDeadline(context.Background(), last)
 }
+
+// wait waits for the send goroutines, once no booking comes any more:
+// each ends when the queue is empty.
+func (c *committer) wait() { c.senders.Wait() }
 
 func writes(batch []*pendingWrite) []reservation.Write {
 	ws := make([]reservation.Write, len(batch))

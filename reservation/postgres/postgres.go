@@ -105,7 +105,10 @@ func New(pool *pgxpool.Pool) *Store {
 
 // Close closes the pool, waiting for the connections in use to be given
 // back.
-func (s *Store) Close() { s.pool.Close() }
+func (s *Store) Close() {
+	s.committer.wait()
+	s.pool.Close()
+}
 
 // Ping reports whether the database answers, with an error wrapping
 // reservation.ErrUnavailable when it does not.
