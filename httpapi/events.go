@@ -18,8 +18,8 @@ import (
 // /v1/screenings/{id}/events) open on this instance. Whatever feeds it
 // (cmd/api's redisevents.Bus) calls Deliver for every event of the
 // screenings it follows: a stream asks its Feed to follow its screening
-// before it reads its snapshot, so an instance with no page open is fed
-// nothing.
+// before it reads its snapshot, so an instance on which no page was ever
+// opened is fed nothing.
 //
 // Deliver never waits for a stream: each stream has a bounded buffer, and
 // a stream that falls behind by a whole buffer is closed. Its page

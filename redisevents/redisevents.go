@@ -7,8 +7,10 @@
 // what it receives to its Deliverer. A plain Deliverer is subscribed to the
 // pattern of all such channels. A Watcher (in the API, the httpapi.Hub that
 // feeds the live seat maps) is subscribed only to the channels of the
-// screenings it follows (see Bus.Follow): an instance with no page open
-// receives no event at all, so the cost of the live map does not grow with
+// screenings it follows (see Bus.Follow): an instance on which no page
+// was ever opened receives no event at all, and one that stays subscribed
+// to a screening after its pages closed drops its events before decoding
+// them, so the cost of the live map does not grow with
 // the bookings of every other instance:
 //
 //	hub := httpapi.NewHub(0)
@@ -67,9 +69,9 @@ type Deliverer interface {
 // Watcher is a Deliverer that can say whether anyone here wants a
 // screening's events at all. The bus subscribes it to no screening until
 // Follow is called for one, and drops unread, before decoding, the events
-// of a screening it has stopped watching. httpapi.Hub is one: an instance
-// with no page open receives none of the events its neighbours' bookings
-// send.
+// of a screening it has stopped watching (it stays subscribed). httpapi.Hub
+// is one: an instance on which no page was ever opened receives none of
+// the events its neighbours' bookings send.
 type Watcher interface {
 	Deliverer
 	Watches(screeningID string) bool

@@ -130,7 +130,8 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	// The live seat map: this instance's bookings go out over Redis, and
 	// everyone's come back to the hub, which feeds the open pages: only
 	// those of the screenings a page here follows, so that an instance
-	// with no page open receives none of its neighbours' events.
+	// on which no page was ever opened receives none of its neighbours'
+	// events.
 	hub := httpapi.NewHub(0)
 	events := redisevents.Start(ctx, b.redis, hub, redisevents.Options{Logger: logger})
 	// Deferred after b.close, so it runs before: the events need Redis.

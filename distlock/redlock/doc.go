@@ -108,8 +108,8 @@
 // at once by another. A lease that runs out publishes nothing: that is
 // noticed by the backoff, which never outlasts the shortest lease left on
 // a node that refused. Each node's client carries the waiters of a Locker
-// over one pub/sub connection (the one package distlock's Redis backend
-// uses), subscribed to a channel only while somebody waits on it; Close
+// over one pub/sub connection of its own (made by the same package as the
+// Redis backend's), subscribed to a channel only while somebody waits on it; Close
 // stops those connections. Through a client that cannot subscribe,
 // waiters of that node poll.
 //
@@ -120,7 +120,8 @@
 // bare quorum is lost by one more node failure. So a won attempt tops the
 // lock up: it runs the acquire script again, with the same owner token, on
 // the nodes that refused, at once and then whenever a node publishes a
-// release (polling through a client that cannot subscribe), for at most
+// release (polling through a client that cannot subscribe, and when the
+// Obtain won at its first attempt, before it ever subscribed), for at most
 // NodeTimeout; whatever is still held then is left alone. A node taken so
 // is one more node that holds the lock for its owner, refreshed and
 // released like the others. Safety does not depend on it: exclusion rests

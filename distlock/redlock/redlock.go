@@ -100,7 +100,8 @@ type Options struct {
 	Fencing bool
 
 	// FenceClock is the clock fencing tokens start from: a token is at
-	// least its reading in microseconds. Nil is time.Now; the examples set
+	// least its reading in microseconds minus one second (a counter that
+	// lags the clock by more than that jumps to it). Nil is time.Now; the examples set
 	// the Unix epoch, so that their tokens read 1, 2.
 	FenceClock func() time.Time
 
