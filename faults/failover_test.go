@@ -174,7 +174,7 @@ sentinel parallel-syncs seatlock 1
 	})
 	promotedAt := time.Now()
 	second := make(chan answer, 1)
-	go func() { second <- bookPast503(apis[1].url, probe.ID, "probe-b", "A1") }() // received below
+	go func() { second <- bookPast503(t.Context(), apis[1].url, probe.ID, "probe-b", "A1") }() // received below
 	// The old primary comes back, and the Sentinel makes it a replica of
 	// the new one: with REDIS_WAIT_REPLICAS=1 nothing is granted until then.
 	primary.start(t)
@@ -209,10 +209,10 @@ sentinel parallel-syncs seatlock 1
 // found the new primary yet, or, with REDIS_WAIT_REPLICAS, the primary has
 // no replica yet), for at most 20 s, and returns the last answer. A 503
 // books nothing, so dropping those is safe: the seat map is checked.
-func bookPast503(base, screeningID, customer string, seats ...string) answer {
+func bookPast503(ctx context.Context, base, screeningID, customer string, seats ...string) answer {
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		a := book(context.Background(), base, screeningID, customer, seats...)
-		if a.status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+		a := book(ctx, base, screeningID, customer, seats...)
+		if a.status != http.StatusServiceUnavailable || time.Now().After(deadline) || ctx.Err() != nil {
 			return a
 		}
 	}

@@ -61,7 +61,7 @@ func (s *Service) pay(ctx context.Context, sc Screening, w Write, lease SeatLeas
 	// The charge is cancelled when the lock is lost: a holder that is no
 	// longer the holder must not go on paying. Not at the same instant,
 	// though (see lostGrace).
-	charge, stop := whileHeld(ctx, lease, lostGrace)
+	charge, stop := whileHeld(ctx, lease)
 	id, err := s.opts.Payments.Charge(charge, Charge{
 		BookingID:   w.Booking.ID,
 		ScreeningID: sc.ID,
@@ -200,11 +200,11 @@ const lostGrace = 100 * time.Millisecond
 // (cmd/api sets the lockers' StopMargin to it).
 const StopTime = lostGrace + 50*time.Millisecond
 
-// whileHeld returns a context that ends when ctx does, or grace after the
+// whileHeld returns a context that ends when ctx does, or lostGrace after the
 // lease is lost, and stop, which ends the watch and reports whether the
 // lease was lost before it. The watching goroutine is gone when stop
 // returns.
-func whileHeld(ctx context.Context, lease SeatLease, grace time.Duration) (context.Context, func() (lost bool)) {
+func whileHeld(ctx context.Context, lease SeatLease) (context.Context, func() (lost bool)) {
 	lostc := lease.Lost()
 	if lostc == nil {
 		return ctx, func() bool { return false }
@@ -219,7 +219,7 @@ func whileHeld(ctx context.Context, lease SeatLease, grace time.Duration) (conte
 			return
 		}
 		select {
-		case <-time.After(grace):
+		case <-time.After(lostGrace):
 			cancel()
 		case <-done:
 		}
