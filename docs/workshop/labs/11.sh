@@ -13,11 +13,11 @@ lab_build # lab
 DB=$(lab_db) # lab
 PAY=$(lab_payments) # lab
 R=$(lab_redis) # lab
-API1=$(lab_start api1 DATABASE_URL="$DB" REDIS_URL="$R" LOCK_TTL=10s PAYMENT_URL="$PAY") # lab
-API2=$(lab_start api2 DATABASE_URL="$DB" REDIS_URL="$R" LOCK_TTL=10s PAYMENT_URL="$PAY") # lab
+API1=$(lab_start api1 DATABASE_URL="$DB" REDIS_URL="$R" LOCK_TTL=20s PAYMENT_URL="$PAY") # lab
+API2=$(lab_start api2 DATABASE_URL="$DB" REDIS_URL="$R" LOCK_TTL=20s PAYMENT_URL="$PAY") # lab
 
 # A seat booked and cancelled before the fault: its row keeps the fence.
-S=$(curl -s -X POST "$API1/v1/screenings" -d '{"movie":"Restart","rows":1,"seats_per_row":5,"lock":"redis","payment_delay_ms":3000}' | jq -r .id) # lab
+S=$(curl -s -X POST "$API1/v1/screenings" -d '{"movie":"Restart","rows":1,"seats_per_row":5,"lock":"redis","payment_delay_ms":5000}' | jq -r .id) # lab
 [ -n "$S" ] && [ "$S" != null ] || { echo "FAIL: no screening created" >&2; exit 1; }
 curl -s -X POST "$API1/v1/screenings/$S/bookings" -d '{"seats":["A2"],"customer":"cy"}' >"$LAB_DIR/cy.json" # lab
 curl -s -o /dev/null -w '%{http_code}\n' -X DELETE "$API1/v1/bookings/$(jq -r .id "$LAB_DIR/cy.json")" -H "Authorization: Bearer $(jq -r .token "$LAB_DIR/cy.json")" # lab
