@@ -39,6 +39,7 @@ type config struct {
 	stopByRequests bool
 
 	seats     int    // hot seats, for the hot scenario
+	pin       bool   // each client sends to one target, not each request
 	screening string // existing screening to use; empty = create one
 
 	// lock, guard and paymentDelay describe the screening the run creates.
@@ -121,6 +122,7 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 	fs.IntVar(&cfg.requests, "requests", 2000, "stop after this many requests")
 	fs.DurationVar(&cfg.duration, "duration", 0, "stop after this long (alone, it replaces -requests)")
 	fs.IntVar(&cfg.seats, "seats", 4, "hot seats for the hot scenario")
+	fs.BoolVar(&cfg.pin, "pin-clients", false, "client c sends all its requests to target c mod targets (as a balancer that keeps each client's connection on one instance), instead of request i to target i mod targets")
 	fs.StringVar(&cfg.screening, "screening", "", "use this screening; empty = create a fresh one")
 	fs.StringVar(&cfg.lock, "lock", "", "lock strategy of the created screening (default: the server's)")
 	fs.StringVar(&cfg.guard, "guard", "", "write guard of the created screening (default: the server's)")

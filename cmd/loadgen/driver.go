@@ -53,6 +53,7 @@ func (r *record) latency() time.Duration { return r.done - r.intended }
 type driver struct {
 	client  *client
 	targets []string // requests go round-robin over these
+	pin     bool     // client c sends to target c mod len(targets), not request i to target i mod len
 	picker  picker   // nil for healthz: every request is GET /healthz
 	clients int
 	rate    float64 // requests per second; 0 = closed loop
@@ -92,7 +93,7 @@ func (d *driver) run(ctx context.Context) (records []record, start time.Time, wa
 	for c := range d.clients {
 		wg.Go(func() {
 			var err error
-			perConn[c], err = d.loop(ctx, start, &next, rand.New(rand.NewPCG(d.seed, uint64(c))))
+			perConn[c], err = d.loop(ctx, start, c, &next, rand.New(rand.NewPCG(d.seed, uint64(c))))
 			if err != nil {
 				failOnce.Do(func() { failErr = err; cancel() })
 			}
@@ -109,10 +110,10 @@ func (d *driver) run(ctx context.Context) (records []record, start time.Time, wa
 	return records, start, wall, failErr
 }
 
-// loop is one client: it takes the next request number, waits for its turn
+// loop is client c: it takes the next request number, waits for its turn
 // and sends it, until the run's limit or ctx ends it. It returns the
 // records of its requests, and an error when one could not be prepared.
-func (d *driver) loop(ctx context.Context, start time.Time, next *atomic.Int64, rng *rand.Rand) ([]record, error) {
+func (d *driver) loop(ctx context.Context, start time.Time, c int, next *atomic.Int64, rng *rand.Rand) ([]record, error) {
 	var records []record
 	for ctx.Err() == nil {
 		i := int(next.Add(1) - 1)
@@ -123,7 +124,11 @@ func (d *driver) loop(ctx context.Context, start time.Time, next *atomic.Int64, 
 		if !ok {
 			break
 		}
-		r, err := d.send(ctx, start, i, rng)
+		target := d.targets[i%len(d.targets)]
+		if d.pin {
+			target = d.targets[c%len(d.targets)]
+		}
+		r, err := d.send(ctx, start, target, i, rng)
 		if err != nil {
 			return records, err
 		}
@@ -139,11 +144,10 @@ func (d *driver) loop(ctx context.Context, start time.Time, next *atomic.Int64, 
 	return records, nil
 }
 
-// send sends request i to its target (round robin) and records its times
-// and answer: a booking of the seats the picker chooses, or GET /healthz
-// when there is no picker. It fails only when the picker does.
-func (d *driver) send(ctx context.Context, start time.Time, i int, rng *rand.Rand) (record, error) {
-	target := d.targets[i%len(d.targets)]
+// send sends request i to target and records its times and answer: a
+// booking of the seats the picker chooses, or GET /healthz when there is
+// no picker. It fails only when the picker does.
+func (d *driver) send(ctx context.Context, start time.Time, target string, i int, rng *rand.Rand) (record, error) {
 	var r record
 	if d.picker == nil {
 		r.sent = time.Since(start)

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -398,4 +401,44 @@ func compareResults(t *testing.T, stdout string) []map[string]any {
 		t.Fatalf("not JSON: %v\n%s", err, stdout)
 	}
 	return out.Results
+}
+
+// TestRunPinClients runs one client against two targets: with
+// -pin-clients every booking goes to the first target, the client's own;
+// without it, request i goes to target i mod 2, so both get bookings.
+func TestRunPinClients(t *testing.T) {
+	for _, pin := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pin=%v", pin), func(t *testing.T) {
+			h := (&fakeAPI{}).handler()
+			var bookings [2]atomic.Int64
+			var urls []string
+			for i := range bookings {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/bookings") {
+						bookings[i].Add(1)
+					}
+					h.ServeHTTP(w, r)
+				}))
+				t.Cleanup(srv.Close)
+				urls = append(urls, srv.URL)
+			}
+			args := []string{"-targets", strings.Join(urls, ","), "-scenario", "spread", "-clients", "1", "-requests", "20", "-json"}
+			if pin {
+				args = append(args, "-pin-clients")
+			}
+			if code, stdout, stderr := runLoadgen(t, nil, args...); code != 0 {
+				t.Fatalf("exit %d, want 0; stderr: %s\n%s", code, stderr, stdout)
+			}
+			first, second := bookings[0].Load(), bookings[1].Load()
+			if first+second != 20 {
+				t.Fatalf("%d + %d bookings reached the targets, want 20", first, second)
+			}
+			if pin && second != 0 {
+				t.Errorf("pinned client 0 sent %d of its 20 bookings to target 1, want all to target 0", second)
+			}
+			if !pin && (first != 10 || second != 10) {
+				t.Errorf("round robin sent %d and %d bookings, want 10 and 10", first, second)
+			}
+		})
+	}
 }

@@ -181,6 +181,7 @@ func (sr *scenarioRun) load(ctx context.Context, p progress) ([]record, time.Tim
 	d := &driver{
 		client:   sr.c,
 		targets:  sr.cfg.targets,
+		pin:      sr.cfg.pin,
 		picker:   sr.picker,
 		clients:  sr.cfg.clients,
 		rate:     sr.cfg.rate,
