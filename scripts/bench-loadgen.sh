@@ -7,9 +7,16 @@
 #   2. booking throughput: loadgen -scenario spread (default strategy) on one
 #      and on three API instances over Postgres, vs pgbench -N at the same
 #      concurrency; and the CPU time each costs, per process, from /proc:
-#      the API instances' per confirmed booking, the Postgres backends' per
-#      booking (those connected to the bench database) and per pgbench
-#      transaction (sampled inside the run, without its start and end);
+#      the API instances' per confirmed booking (all, and the cheapest and
+#      dearest instance), the Postgres backends' per booking (those
+#      connected to the bench database) and per pgbench transaction
+#      (sampled inside the run, without its start and end), loadgen's and
+#      the Redis server's per booking; and per booking, what multiplies
+#      with the instances: the API's and the backends' context switches and
+#      read/write system calls, Postgres transactions committed (group
+#      commit's batches: per 1000 bookings), the commands Redis ran and
+#      the reads it processed (about one per round trip). The Redis figures
+#      count every client of REDIS_URL: give the script a Redis of its own;
 #   3. parallelism: spread with a payment delay under keyed, redis,
 #      keyed+redis and global, on one instance over Postgres and over the
 #      in-memory store.
@@ -28,7 +35,9 @@
 #   BOOKINGS    default 5000 bookings per throughput run (part 2)
 #   PAR_REQS    default 3000 bookings per parallelism run (part 3; global does 200)
 #   BASE_PORT   default 18081
-#   BASE_API    a second cmd/api binary to measure as "before" in parts 2-3
+#   BASE_API    other cmd/api binaries (space-separated) to measure as "before"
+#               in parts 2-3, each named by its file name; a script that
+#               execs one with settings (GOMAXPROCS=1 exec api) works too
 #   PARTS       default "1 2 3"  which parts to run
 #   OUT         default ${TMPDIR:-/tmp}/bench-loadgen (binaries, logs, JSON)
 set -euo pipefail
@@ -112,6 +121,27 @@ ticks() {
 	return 0
 }
 
+# switches PID...: the context switches of the processes' threads so far,
+# voluntary and not (each voluntary one is a thread going to sleep: a
+# wake-up later), one "pid count" line each.
+switches() {
+	local pid
+	for pid; do
+		cat /proc/"$pid"/task/*/status 2>/dev/null | awk -v p="$pid" '/ctxt_switches/ {n += $2} END {if (n) print p, n}' || true
+	done
+	return 0
+}
+
+# syscalls PID...: the read and write system calls of the processes so
+# far (reads and writes of sockets among them), one "pid count" line each.
+syscalls() {
+	local pid
+	for pid; do
+		awk -v p="$pid" '/^sysc[rw]:/ {n += $2} END {if (n) print p, n}' /proc/"$pid"/io 2>/dev/null || true
+	done
+	return 0
+}
+
 # backends DB: the pids of the Postgres backends connected to DB, from
 # their process titles ("postgres: 15/main: USER DB HOST(PORT) STATE"):
 # with pgbench's 64 connections open, psql may find no connection left.
@@ -123,6 +153,37 @@ backends() {
 # process missing from BEFORE started since, from 0.
 cpu_us() {
 	awk -v hz="$(getconf CLK_TCK)" 'FILENAME == ARGV[1] {t[$1] = $2; next} {sum += $2 - t[$1]} END {printf "%.0f", sum * 1e6 / hz}' "$1" "$2"
+}
+
+# redis_stats: "name value" lines from the Redis server's INFO: the
+# commands it ran (those a script calls included) and their usec, the
+# reads it processed (about one per round trip: a pipeline is read at
+# once), its own CPU time in microseconds, and the calls of the commands a
+# booking runs.
+redis_stats() {
+	redis-cli -u "$redis_url" INFO all | tr -d '\r' | awk -F'[:,=]' '
+		/^cmdstat_/ {calls += $3; usec += $5; c[substr($1, 9)] = $3}
+		/^total_reads_processed:/ {reads = $2}
+		/^used_cpu_(sys|user):/ {cpu += $2 * 1e6}
+		END {
+			print "calls", calls + 0; print "usec", usec + 0; print "reads", reads + 0; printf "cpu-us %.0f\n", cpu
+			split("evalsha publish set get incr del time", names, " ")
+			for (i = 1; i in names; i++) print names[i] "-calls", c[names[i]] + 0
+		}'
+}
+
+# machine_ticks: the whole machine's busy and idle CPU, in clock ticks,
+# from /proc/stat: what the other engineers' processes took is busy minus
+# ours.
+machine_ticks() {
+	awk '$1 == "cpu" {print "busy", $2 + $3 + $4 + $7 + $8; print "idle", $5 + $6}' /proc/stat
+}
+
+# xact_commits DB: the transactions committed in DB so far. Backends report
+# theirs at the latest when they exit, so read it with no API running.
+xact_commits() {
+	sleep 0.5 # the backends of the run just stopped report as they exit
+	psql -h 127.0.0.1 -U postgres -d postgres -Atc "SELECT xact_commit FROM pg_stat_database WHERE datname = '$1'"
 }
 
 # loadgen_run PART NAME FIELD ARGS...: run loadgen with -json, keep the JSON,
@@ -161,7 +222,8 @@ fi
 createdb -h 127.0.0.1 -U postgres "$db"
 dburl="$pg/$db?sslmode=disable"
 apis=("$out/api")
-[[ -n "${BASE_API:-}" ]] && apis+=("$BASE_API")
+read -ra base_apis <<<"${BASE_API:-}"
+apis+=("${base_apis[@]}")
 
 if [[ $parts == *" 2 "* ]]; then
 	echo "== 2. booking throughput: spread, default strategy, $clients clients" >&2
@@ -197,16 +259,55 @@ if [[ $parts == *" 2 "* ]]; then
 		for bin in "${apis[@]}"; do
 			tag=$(basename "$bin")
 			for n in 1 3; do
+				commits0=$(xact_commits "$db")
 				start_apis "$bin" "$n" DATABASE_URL="$dburl"
 				ticks "${pids[@]}" >"$out/api.before"
 				ticks $(backends "$db") >"$out/pg.before"
-				loadgen_run tput "$tag-x$n" .confirmed_rps -targets "$targets" -scenario spread -clients "$clients" -requests "$bookings"
+				redis_stats >"$out/redis.before"
+				switches "${pids[@]}" >"$out/api-sw.before"
+				switches $(backends "$db") >"$out/pg-sw.before"
+				syscalls "${pids[@]}" >"$out/api-sc.before"
+				syscalls $(backends "$db") >"$out/pg-sc.before"
+				machine_ticks >"$out/machine.before"
+				/usr/bin/time -f '%U %S' -o "$out/loadgen.time" \
+					"$lg" -json -targets "$targets" -scenario spread -clients "$clients" -requests "$bookings" >"$out/tput.json"
+				machine_ticks >"$out/machine.after"
 				ticks "${pids[@]}" >"$out/api.after"
 				ticks $(backends "$db") >"$out/pg.after"
-				confirmed=$(jq -r .succeeded "$(ls -t "$out"/tput-"$tag-x$n"-*.json | head -1)")
-				record cpu "$tag-x$n-api-us-per-booking" "$(awk -v us="$(cpu_us "$out/api.before" "$out/api.after")" -v n="$confirmed" 'BEGIN {printf "%.1f", us / n}')"
-				record cpu "$tag-x$n-postgres-us-per-booking" "$(awk -v us="$(cpu_us "$out/pg.before" "$out/pg.after")" -v n="$confirmed" 'BEGIN {printf "%.1f", us / n}')"
+				redis_stats >"$out/redis.after"
+				switches "${pids[@]}" >"$out/api-sw.after"
+				switches $(backends "$db") >"$out/pg-sw.after"
+				syscalls "${pids[@]}" >"$out/api-sc.after"
+				syscalls $(backends "$db") >"$out/pg-sc.after"
 				stop_apis
+				cp "$out/tput.json" "$out/tput-$tag-x$n-$(date +%s%N).json"
+				record tput "$tag-x$n" "$(jq -r .confirmed_rps "$out/tput.json")"
+				confirmed=$(jq -r .succeeded "$out/tput.json")
+				per() { awk -v v="$1" -v n="$confirmed" 'BEGIN {printf "%.2f", v / n}'; }
+				record cpu "$tag-x$n-api-us-per-booking" "$(per "$(cpu_us "$out/api.before" "$out/api.after")")"
+				for pid in $(awk '{print $1}' "$out/api.before"); do
+					grep "^$pid " "$out/api.before" >"$out/one.before"
+					grep "^$pid " "$out/api.after" >"$out/one.after" || true
+					[[ -s $out/one.after ]] && echo "$(cpu_us "$out/one.before" "$out/one.after")"
+				done | sort -n | awk '{v[NR] = $1} END {printf "%s %s\n", v[1], v[NR]}' >"$out/api.spread"
+				if ((n > 1)); then
+					record cpu "$tag-x$n-api-min-instance-us-per-booking" "$(per "$(cut -d' ' -f1 "$out/api.spread")")"
+					record cpu "$tag-x$n-api-max-instance-us-per-booking" "$(per "$(cut -d' ' -f2 "$out/api.spread")")"
+				fi
+				record cpu "$tag-x$n-postgres-us-per-booking" "$(per "$(cpu_us "$out/pg.before" "$out/pg.after")")"
+				sw() { awk 'FILENAME == ARGV[1] {t[$1] = $2; next} {sum += $2 - t[$1]} END {print sum + 0}' "$1" "$2"; }
+				record switches "$tag-x$n-api-per-booking" "$(per "$(sw "$out/api-sw.before" "$out/api-sw.after")")"
+				record switches "$tag-x$n-postgres-per-booking" "$(per "$(sw "$out/pg-sw.before" "$out/pg-sw.after")")"
+				record syscalls "$tag-x$n-api-rw-per-booking" "$(per "$(sw "$out/api-sc.before" "$out/api-sc.after")")"
+				record syscalls "$tag-x$n-postgres-rw-per-booking" "$(per "$(sw "$out/pg-sc.before" "$out/pg-sc.after")")"
+				record cpu "$tag-x$n-loadgen-us-per-booking" "$(per "$(awk '{print ($1 + $2) * 1e6}' "$out/loadgen.time")")"
+				paste "$out/redis.before" "$out/redis.after" | while read -r k a _ b; do
+					record redis "$tag-x$n-$k-per-booking" "$(per "$((b - a))")"
+				done
+				paste "$out/machine.before" "$out/machine.after" | while read -r k a _ b; do
+					record machine "$tag-x$n-$k-us-per-booking" "$(per "$(awk -v d="$((b - a))" -v hz="$(getconf CLK_TCK)" 'BEGIN {print d * 1e6 / hz}')")"
+				done
+				record pg "$tag-x$n-commits-per-1000-bookings" "$(per "$((($(xact_commits "$db") - commits0) * 1000))")"
 			done
 		done
 	done
