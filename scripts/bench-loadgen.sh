@@ -38,6 +38,15 @@
 #   BASE_API    other cmd/api binaries (space-separated) to measure as "before"
 #               in parts 2-3, each named by its file name; a script that
 #               execs one with settings (GOMAXPROCS=1 exec api) works too
+#   PIN_CLIENTS default 1: part 2's loadgen runs with -pin-clients, each client
+#               sending to one instance (as a balancer that keeps a client's
+#               connection does), not every client to every instance, which
+#               cost the three instances and loadgen a third more CPU per
+#               booking (docs/benchmarks-loadgen.md); 0 gives that round
+#               robin, as in figures before 2026-11-25 19:00 UTC
+#   MULTI_ENV   settings of each of part 2's three instances, such as
+#               "GOMAXPROCS=1" (README: several instances on one machine);
+#               default none
 #   PARTS       default "1 2 3"  which parts to run
 #   OUT         default ${TMPDIR:-/tmp}/bench-loadgen (binaries, logs, JSON)
 set -euo pipefail
@@ -260,7 +269,9 @@ if [[ $parts == *" 2 "* ]]; then
 			tag=$(basename "$bin")
 			for n in 1 3; do
 				commits0=$(xact_commits "$db")
-				start_apis "$bin" "$n" DATABASE_URL="$dburl"
+				multi_env=()
+				((n > 1)) && read -ra multi_env <<<"${MULTI_ENV:-}"
+				start_apis "$bin" "$n" DATABASE_URL="$dburl" "${multi_env[@]}"
 				ticks "${pids[@]}" >"$out/api.before"
 				ticks $(backends "$db") >"$out/pg.before"
 				redis_stats >"$out/redis.before"
@@ -269,8 +280,10 @@ if [[ $parts == *" 2 "* ]]; then
 				syscalls "${pids[@]}" >"$out/api-sc.before"
 				syscalls $(backends "$db") >"$out/pg-sc.before"
 				machine_ticks >"$out/machine.before"
+				pin=()
+				[[ ${PIN_CLIENTS:-1} == 1 ]] && pin=(-pin-clients)
 				/usr/bin/time -f '%U %S' -o "$out/loadgen.time" \
-					"$lg" -json -targets "$targets" -scenario spread -clients "$clients" -requests "$bookings" >"$out/tput.json"
+					"$lg" -json -targets "$targets" "${pin[@]}" -scenario spread -clients "$clients" -requests "$bookings" >"$out/tput.json"
 				machine_ticks >"$out/machine.after"
 				ticks "${pids[@]}" >"$out/api.after"
 				ticks $(backends "$db") >"$out/pg.after"
