@@ -45,15 +45,29 @@ func (g *gatedWriter) snapshot() []string {
 func TestLogWriterBatches(t *testing.T) {
 	w := &gatedWriter{gate: make(chan struct{}), entered: make(chan struct{}, 1)}
 	l := newLogWriter(w)
-	fmt.Fprintf(l, "line 0\n")
-	<-w.entered // the first line's write is under way, and stuck
+	var once sync.Once
+	open := func() { once.Do(func() { close(w.gate) }) }
+	t.Cleanup(open) // whatever happens, no goroutine stays stuck at the gate
+
 	var want strings.Builder
-	want.WriteString("line 0\n")
-	for i := 1; i <= 100; i++ {
-		fmt.Fprintf(l, "line %d\n", i)
+	for i := 0; i <= 100; i++ {
 		fmt.Fprintf(&want, "line %d\n", i)
 	}
-	close(w.gate)
+	logged := make(chan struct{})
+	go func() {
+		defer close(logged)
+		fmt.Fprintf(l, "line 0\n")
+		<-w.entered // the first line's write is under way, and stuck
+		for i := 1; i <= 100; i++ {
+			fmt.Fprintf(l, "line %d\n", i)
+		}
+	}()
+	select {
+	case <-logged:
+	case <-time.After(5 * time.Second):
+		t.Fatal("logging waited for a write under way; want a line queued and Write to return at once")
+	}
+	open()
 	l.close()
 	got := w.snapshot()
 	if len(got) > 2 {
