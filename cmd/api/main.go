@@ -106,7 +106,8 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if cfg.Healthcheck {
 		return healthcheck(ctx, cfg.Addr, stdout)
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	logger, flushLog := newLogger(stderr)
+	defer flushLog()
 	if cfg.PprofAddr != "" {
 		ln, err := net.Listen("tcp", cfg.PprofAddr)
 		if err != nil {
@@ -242,4 +243,13 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, hub *httpapi.
 		logger.Info("stopped")
 	}
 	return err
+}
+
+// newLogger returns the server's logger, writing text lines to w through a
+// logWriter (a line per request, gathered into one write system call for
+// the lines that come together), and the function that writes what is
+// pending and stops its goroutine.
+func newLogger(w io.Writer) (*slog.Logger, func()) {
+	lw := newLogWriter(w)
+	return slog.New(slog.NewTextHandler(lw, nil)), lw.close
 }
