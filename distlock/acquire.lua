@@ -5,15 +5,24 @@
 --   KEYS[n + i] the fence counter of that key, which never expires
 -- ARGV[1] is the new holder's owner token, ARGV[2] the lease in milliseconds.
 --
--- Returns {1, fence_1, ..., fence_n} when every key was free and is now
--- taken, with one fencing token per key; or {0, i, pttl} when the i-th key
--- is held, pttl being what is left of its lease in milliseconds (-1: none).
+-- Returns the fencing token when one key was free and is now taken, or
+-- {fence_1, ..., fence_n} for n keys, one token per key; or {0, i, pttl}
+-- when the i-th key is held, pttl being what is left of its lease in
+-- milliseconds (-1: none). A fencing token is never 0.
 --
 -- Each key is taken with SET NX PX, which takes a free key and leaves a held
 -- one alone. When the i-th key turns out to be held, the keys this call took
 -- before it are deleted again. A script runs with nothing else in between,
 -- so nobody ever sees those keys taken: all or nothing. In the common case,
 -- one free key, this is three commands: SET, TIME and INCR.
+--
+-- A held key is marked as waited for: "+" is written after the holder's
+-- token (at the length of ours, which is the length of every owner token),
+-- and release.lua publishes the release of a marked key only. The mark is
+-- written in the same step as the look that found the key held, so a
+-- waiter that looks again once it is subscribed leaves the mark on the
+-- holder it waits for, whoever that is by then (see "Waiting by push" in
+-- doc.go). Writing it again changes nothing.
 --
 -- A fencing token is the key's counter plus one, or the server's clock in
 -- microseconds when the counter has fallen more than a second behind it,
@@ -25,6 +34,9 @@
 -- counter to lag the clock by a second keeps the common case to TIME and
 -- INCR. A token set from the clock is written as a string of digits: Lua
 -- would write a number this large in exponent form.
+--
+-- One key is the common case and takes the short way: a bare number as the
+-- reply, no table built.
 
 local n = #KEYS / 2
 
@@ -33,19 +45,28 @@ for i = 1, n do
     for j = 1, i - 1 do
       redis.call("DEL", KEYS[j])
     end
+    redis.call("SETRANGE", KEYS[i], #ARGV[1], "+")
     return {0, i, redis.call("PTTL", KEYS[i])}
   end
 end
 
 local now = redis.call("TIME")
-now = tonumber(now[1]) * 1000000 + tonumber(now[2])
-local reply = {1}
-for i = 1, n do
-  local fence = redis.call("INCR", KEYS[n + i])
-  if fence < now - 1000000 then
-    fence = now
-    redis.call("SET", KEYS[n + i], string.format("%.0f", fence))
+now = now[1] * 1000000 + now[2] -- seconds and microseconds, as strings
+
+local function fence(counter)
+  local token = redis.call("INCR", counter)
+  if token < now - 1000000 then
+    token = now
+    redis.call("SET", counter, string.format("%.0f", token))
   end
-  reply[i + 1] = fence
+  return token
 end
-return reply
+
+if n == 1 then
+  return fence(KEYS[2])
+end
+local fences = {}
+for i = 1, n do
+  fences[i] = fence(KEYS[n + i])
+end
+return fences

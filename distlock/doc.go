@@ -23,7 +23,8 @@
 // holder. Without it, a holder whose lease ran out (a long GC pause, a slow
 // payment) would, on release, delete the key that somebody else holds by
 // now, and let a third party in beside them. With it, release and refresh
-// only touch a key that still holds the caller's own token.
+// only touch a key that still holds the caller's own token (with or
+// without a waiter's mark, below).
 //
 // Lua scripts. "Compare the token, then delete" is two steps; between a GET
 // and a DEL the lease can run out and another client take the key. A Lua
@@ -95,11 +96,17 @@
 // about 2^51 today and fit an int64, a Postgres bigint and a JSON number
 // (2^53) for centuries.
 //
-// Waiting by push. A blocked Obtain subscribes to the release channel of
-// its keys, and only then looks at the keys again, so a release between
-// its first look and the subscription is not missed. Release publishes on
-// the channel of every key it frees, in the same script, and the waiter
-// retries at once. A lease that simply expires publishes nothing, so
+// Waiting by push. An attempt that finds a key held marks it as waited
+// for, in the same script: it writes "+" after the holder's token. A
+// blocked Obtain then subscribes to the release channel of its keys, and
+// only then looks at the keys again, so a release between its first look
+// and the subscription is not missed; if the key is still held, by the
+// same holder or a new one, that look marks it again. Release publishes on
+// the channel of every marked key it frees, in the same script, and the
+// waiter retries at once. So every waiter still asleep has marked the key
+// it waits for after it subscribed, and is woken when that key is
+// released; and a key nobody waited for, the common case, is released
+// without a PUBLISH. A lease that simply expires publishes nothing, so
 // waiters also poll, with jittered exponential backoff and never later
 // than the holder's remaining lease. All waiters of one Redis locker share
 // one pub/sub connection. The wait is bounded by the caller's context
@@ -154,9 +161,12 @@
 // # Redis keys
 //
 // For a key "{screening-42}:C7" and the default prefix, the lock lives at
-// "seatlock:lock:{screening-42}:C7", its fence counter at
-// "seatlock:fence:{screening-42}:C7", and its release channel is
-// "seatlock:released:{screening-42}:C7". The caller's key stays whole, so
-// its hash tag keeps every name of one screening in one Redis Cluster slot,
-// and a multi-key lock on seats of one screening is one script on one node.
+// "seatlock:lock:{screening-42}:C7" and its fence counter at
+// "seatlock:fence:{screening-42}:C7"; its release is published on a
+// channel of the lock's own name (pub/sub channels are not keys, so the
+// two never meet). The caller's key stays whole, so its hash tag keeps
+// every name of one screening in one Redis Cluster slot, and a multi-key
+// lock on seats of one screening is one script on one node. The lock key
+// holds its holder's owner token, 32 hexadecimal digits, followed by "+"
+// once somebody waits for it.
 package distlock

@@ -5,15 +5,19 @@ package distlock
 
 // LockKeyForTest returns the Redis key that holds key's owner token.
 func (r *Redis) LockKeyForTest(key string) string {
-	lock, _, _ := r.names(key)
+	lock, _ := r.names(key)
 	return lock
 }
 
-// ChannelForTest returns the channel on which key's release is announced.
+// ChannelForTest returns the channel on which key's release is announced:
+// the name of its lock key.
 func (r *Redis) ChannelForTest(key string) string {
-	_, _, channel := r.names(key)
-	return channel
+	lock, _ := r.names(key)
+	return lock
 }
+
+// AcquireScriptHashForTest returns the SHA1 with which acquire.lua runs.
+func AcquireScriptHashForTest() string { return acquireScript.Hash() }
 
 // RefreshScriptHashForTest returns the SHA1 with which refresh.lua (in
 // internal/luascript) runs.

@@ -8,18 +8,18 @@ import (
 func TestRedisNamesKeepHashTag(t *testing.T) {
 	r := NewRedis(nil, RedisOptions{})
 	tests := []struct {
-		key, lock, fence, channel string
+		key, lock, fence string
 	}{
-		{"{screening-1}:C7", "seatlock:lock:{screening-1}:C7", "seatlock:fence:{screening-1}:C7", "seatlock:released:{screening-1}:C7"},
-		{"C7", "seatlock:lock:{C7}", "seatlock:fence:{C7}", "seatlock:released:{C7}"},
-		{"{}C7", "seatlock:lock:{{}C7}", "seatlock:fence:{{}C7}", "seatlock:released:{{}C7}"}, // an empty tag is no tag
-		{"a}b{c}", "seatlock:lock:a}b{c}", "seatlock:fence:a}b{c}", "seatlock:released:a}b{c}"},
+		{"{screening-1}:C7", "seatlock:lock:{screening-1}:C7", "seatlock:fence:{screening-1}:C7"},
+		{"C7", "seatlock:lock:{C7}", "seatlock:fence:{C7}"},
+		{"{}C7", "seatlock:lock:{{}C7}", "seatlock:fence:{{}C7}"}, // an empty tag is no tag
+		{"a}b{c}", "seatlock:lock:a}b{c}", "seatlock:fence:a}b{c}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
-			lock, fence, channel := r.names(tt.key)
-			if lock != tt.lock || fence != tt.fence || channel != tt.channel {
-				t.Errorf("names = %q, %q, %q; want %q, %q, %q", lock, fence, channel, tt.lock, tt.fence, tt.channel)
+			lock, fence := r.names(tt.key)
+			if lock != tt.lock || fence != tt.fence {
+				t.Errorf("names = %q, %q; want %q, %q", lock, fence, tt.lock, tt.fence)
 			}
 		})
 	}

@@ -261,7 +261,7 @@ func (r *Redis) Obtain(ctx context.Context, keys ...string) (Lock, error) {
 
 	// Held. Subscribe before trying again: a release published between our
 	// failed attempt and the subscription would otherwise be missed.
-	w := r.sub.Watch(l.channels, nil)
+	w := r.sub.Watch(l.lockKeys, nil) // a key's release is published on a channel of its name
 	defer w.Stop()
 	ready := w.Ready()
 	for attempt := 0; ; attempt++ {
@@ -335,8 +335,7 @@ func (r *Redis) acquire(ctx context.Context, l *redisLock) (heldKey, error) {
 	} else {
 		cmd = r.scripts.Run(ctx, acquireScript, l.acquireKeys, l.argv[:2]...)
 	}
-	reply, err := cmd.Int64Slice()
-	if err != nil {
+	if err := cmd.Err(); err != nil {
 		if ctx.Err() != nil {
 			// The reply may have been lost after the script ran; if so the
 			// keys stay taken until the lease runs out.
@@ -344,13 +343,10 @@ func (r *Redis) acquire(ctx context.Context, l *redisLock) (heldKey, error) {
 		}
 		return heldKey{}, fmt.Errorf("distlock: acquire %q: %w", l.keys, err)
 	}
-	if len(reply) == 3 && reply[0] == 0 {
-		return heldKey{index: int(reply[1]) - 1, pttl: time.Duration(reply[2]) * time.Millisecond}, nil
+	held, err := l.takeFences(cmd.Val())
+	if held.index >= 0 || err != nil {
+		return held, err
 	}
-	if len(reply) != 1+len(l.keys) || reply[0] != 1 {
-		return heldKey{}, fmt.Errorf("distlock: acquire %q: unexpected reply %v", l.keys, reply)
-	}
-	l.Fences = reply[1:]
 	if conn != nil {
 		if err := r.replicated(ctx, conn, l); err != nil {
 			return heldKey{}, err
@@ -378,7 +374,7 @@ func (r *Redis) replicated(ctx context.Context, conn *redis.Conn, l *redisLock) 
 	// reached, the lease frees them.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.WaitTimeout)
 	defer cancel()
-	_ = r.scripts.Run(rctx, releaseScript, l.lockKeys, l.argv...).Err()
+	_ = r.scripts.Run(rctx, releaseScript, l.lockKeys, l.argv[:1]...).Err()
 	switch {
 	case err == nil:
 		return fmt.Errorf("%w: %d of %d replicas acknowledged %q within %v", ErrNotReplicated, acked, want, l.keys, r.opts.WaitTimeout)
@@ -396,16 +392,17 @@ func (r *Redis) backoff(attempt int, pttl time.Duration) time.Duration {
 	return lockstate.Backoff(attempt, r.opts.MinBackoff, r.opts.MaxBackoff, pttl)
 }
 
-// names returns the Redis names of a key: its lock key, fence counter and
-// release channel. They keep the key's text whole after the prefix, so its
-// hash tag, if any, still picks the Cluster slot. The three are cut from
-// one string, which costs one allocation instead of three.
-func (r *Redis) names(key string) (lock, fence, channel string) {
+// names returns the Redis names of a key: its lock key and its fence
+// counter. The lock key's name is also the channel on which its release
+// is announced (pub/sub channels are not keys: the two never meet). They
+// keep the key's text whole after the prefix, so its hash tag, if any,
+// still picks the Cluster slot. Both are cut from one string, which costs
+// one allocation instead of two.
+func (r *Redis) names(key string) (lock, fence string) {
 	p, tagged := r.opts.Prefix, hashTagged(key)
-	all := p + "lock:" + tagged + p + "fence:" + tagged + p + "released:" + tagged
+	all := p + "lock:" + tagged + p + "fence:" + tagged
 	i := len(p) + len("lock:") + len(tagged)
-	j := i + len(p) + len("fence:") + len(tagged)
-	return all[:i], all[i:j], all[j:]
+	return all[:i], all[i:]
 }
 
 // hashTagged returns key unchanged if it has a Redis Cluster hash tag (a

@@ -20,20 +20,23 @@ type redisLock struct {
 	r *Redis
 
 	// names holds, one after the other, n caller's keys without duplicates,
-	// their n lock keys, their n fence counters and their n release
-	// channels: names[n+i] is the lock key of names[i]. keys, lockKeys,
-	// acquireKeys and channels are views of it.
+	// their n lock keys and their n fence counters: names[n+i] is the lock
+	// key of names[i]. keys, lockKeys and acquireKeys are views of it.
 	names       []string
 	keys        []string // the caller's keys, in order
-	lockKeys    []string // KEYS of refresh.lua (internal/luascript) and release.lua
+	lockKeys    []string // KEYS of refresh.lua (internal/luascript) and release.lua; also the release channels
 	acquireKeys []string // KEYS of acquire.lua: the lock keys, then the fence counters
-	channels    []string // channels[i] announces the release of keys[i]
 
-	// argv is the ARGV the three scripts share: the owner token, the lease
-	// in milliseconds, and the release channels. Its values are boxed in
-	// interfaces once, not on every command.
-	argv  []any
+	// argv is the ARGV of the scripts: the owner token and the lease in
+	// milliseconds for acquire.lua and refresh.lua, the token alone for
+	// release.lua. Its values are boxed in interfaces once, not on every
+	// command.
+	argv  [2]any
 	token string // owner token: the value of every lock key
+
+	// fence holds the fencing token of a lock on one key, the common case,
+	// so that State.Fences needs no allocation of its own.
+	fence [1]int64
 
 	// State holds keys (State.Keys is keys) and their fencing tokens,
 	// set once by acquire, and gives Token, Lost and Err.
@@ -56,34 +59,60 @@ func (r *Redis) newLock(keys []string) (*redisLock, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("distlock: Obtain needs at least one key")
 	}
-	names := make([]string, 0, 4*len(keys))
+	names := make([]string, 0, 3*len(keys))
 	for _, k := range keys {
 		if !slices.Contains(names, k) { // a lock has a handful of keys: no map needed
 			names = append(names, k)
 		}
 	}
 	n := len(names)
-	names = names[:4*n]
+	names = names[:3*n]
 	for i, k := range names[:n] {
-		names[n+i], names[2*n+i], names[3*n+i] = r.names(k)
+		names[n+i], names[2*n+i] = r.names(k)
 	}
 	l := &redisLock{
 		r:           r,
 		names:       names,
 		keys:        names[:n],
 		lockKeys:    names[n : 2*n],
-		acquireKeys: names[n : 3*n],
-		channels:    names[3*n:],
+		acquireKeys: names[n:],
 		token:       lockstate.OwnerToken(),
-		argv:        make([]any, 2+n),
 		index:       -1,
 	}
 	l.Keys = l.keys
-	l.argv[0], l.argv[1] = l.token, r.leaseMillis
-	for i, c := range l.channels {
-		l.argv[2+i] = c
-	}
+	l.argv = [2]any{l.token, r.leaseMillis}
 	return l, nil
+}
+
+// takeFences reads a reply of acquire.lua. When every key was taken it
+// stores their fencing tokens in l and returns index -1; when a key was
+// held it returns which one, and what is left of its lease.
+func (l *redisLock) takeFences(reply any) (heldKey, error) {
+	switch reply := reply.(type) {
+	case int64: // the one key is taken: this is its fencing token
+		if len(l.keys) == 1 && reply > 0 {
+			l.fence[0] = reply
+			l.Fences = l.fence[:]
+			return heldKey{index: -1}, nil
+		}
+	case []any: // n tokens, or {0, i, pttl}
+		ints := make([]int64, len(reply))
+		for i, v := range reply {
+			n, ok := v.(int64)
+			if !ok {
+				return heldKey{}, fmt.Errorf("distlock: acquire %q: unexpected reply %v", l.keys, reply)
+			}
+			ints[i] = n
+		}
+		if len(ints) == 3 && ints[0] == 0 && ints[1] >= 1 && int(ints[1]) <= len(l.keys) {
+			return heldKey{index: int(ints[1]) - 1, pttl: time.Duration(ints[2]) * time.Millisecond}, nil
+		}
+		if len(ints) == len(l.keys) && !slices.Contains(ints, 0) {
+			l.Fences = ints
+			return heldKey{index: -1}, nil
+		}
+	}
+	return heldKey{}, fmt.Errorf("distlock: acquire %q: unexpected reply %v", l.keys, reply)
 }
 
 // leaseEnd returns until when a lease set by a command sent at sent is
@@ -150,7 +179,7 @@ func (l *redisLock) refresh(ctx context.Context) error {
 
 // Release stops the watchdog's work on the lock, waits for a renewal in
 // flight, then deletes every key that still holds this lock's owner token
-// and wakes the waiters on them, in one round trip. It returns ErrNotHeld
+// and wakes the waiters on them, if any, in one round trip. It returns ErrNotHeld
 // if it was called before or if some key was no longer held (the others
 // are released all the same), or an error from Redis, wrapped: the keys
 // are then freed when their lease runs out.
@@ -162,7 +191,7 @@ func (l *redisLock) Release(ctx context.Context) error {
 		<-renewing
 	}
 
-	n, err := l.r.scripts.Run(ctx, releaseScript, l.lockKeys, l.argv...).Int()
+	n, err := l.r.scripts.Run(ctx, releaseScript, l.lockKeys, l.argv[:1]...).Int()
 	if err != nil {
 		return fmt.Errorf("distlock: release %q: %w", l.keys, err)
 	}

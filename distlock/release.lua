@@ -1,19 +1,27 @@
 -- release.lua deletes the lock keys that still hold the caller's owner token,
--- and tells waiters on each freed key that it is free.
+-- and tells the waiters of each freed key that it is free, if it has any.
 --
--- KEYS[i] is a lock key. ARGV is the argument list the three scripts share,
--- so that a lock builds it once: ARGV[1] the owner token, ARGV[2] the lease
--- (not needed here), ARGV[i + 2] the release channel of KEYS[i].
+-- KEYS[i] is a lock key; ARGV[1] the owner token.
 --
 -- Returns how many keys were released. A key that holds another token (its
 -- lease ran out and someone else took it) is left alone: comparing and
 -- deleting in one script is what makes that safe.
+--
+-- A key that somebody failed to take holds the token followed by "+", the
+-- mark acquire.lua leaves (see there): that release is published, on a
+-- channel named like the key, which is what waiters subscribe to. A key
+-- nobody waited for is released without a PUBLISH: an uncontended cycle
+-- runs GET and DEL here, nothing more.
 
 local released = 0
 for i = 1, #KEYS do
-  if redis.call("GET", KEYS[i]) == ARGV[1] then
+  local value = redis.call("GET", KEYS[i])
+  if value == ARGV[1] then
     redis.call("DEL", KEYS[i])
-    redis.call("PUBLISH", ARGV[i + 2], "released")
+    released = released + 1
+  elseif value == ARGV[1] .. "+" then
+    redis.call("DEL", KEYS[i])
+    redis.call("PUBLISH", KEYS[i], "released")
     released = released + 1
   end
 end

@@ -49,6 +49,12 @@ type Batcher struct {
 	mu      sync.Mutex
 	sending bool          // a call or a batch is on the wire
 	queue   []*scriptCall // calls waiting for the next batch, oldest first
+
+	// spare holds scriptCalls whose callers have returned, each with its
+	// done channel empty, so that a busy batcher does not allocate a call
+	// and a channel for every queued script. A call goes back only once
+	// nothing refers to it: it left the queue, and its done was received.
+	spare sync.Pool
 }
 
 // scriptCall is one queued script run and, once done is signalled, its
@@ -95,9 +101,14 @@ func (b *Batcher) Run(ctx context.Context, script *redis.Script, keys []string, 
 		defer b.handOff()
 		return script.Run(ctx, b.client, keys, args...)
 	}
-	c := &scriptCall{script: script, keys: keys, args: args, done: make(chan struct{}, 1)}
+	c, _ := b.spare.Get().(*scriptCall)
+	if c == nil {
+		c = &scriptCall{done: make(chan struct{}, 1)}
+	}
+	c.script, c.keys, c.args = script, keys, args
 	b.queue = append(b.queue, c)
 	b.mu.Unlock()
+	defer b.recycle(c)
 
 	select {
 	case <-c.done:
@@ -121,6 +132,12 @@ func (b *Batcher) Run(ctx context.Context, script *redis.Script, keys []string, 
 		}
 	}
 	return c.cmd
+}
+
+// recycle puts c, whose caller is done with it, back among the spare calls.
+func (b *Batcher) recycle(c *scriptCall) {
+	*c = scriptCall{done: c.done}
+	b.spare.Put(c)
 }
 
 // RunAlone runs script with keys and args in a round trip of its own,

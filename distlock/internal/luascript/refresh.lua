@@ -5,11 +5,16 @@
 -- KEYS are lock keys, ARGV[1] the owner token, ARGV[2] the lease in
 -- milliseconds.
 --
+-- A key of the Redis backend may hold the token followed by "+": the mark
+-- of a waiter (see distlock's acquire.lua). That is still the caller's
+-- lock. Redlock's keys are never marked.
+--
 -- Returns 1 when every lease was extended, 0 when some key is gone or held
 -- by another owner (then nothing was extended).
 
 for i = 1, #KEYS do
-  if redis.call("GET", KEYS[i]) ~= ARGV[1] then
+  local value = redis.call("GET", KEYS[i])
+  if value ~= ARGV[1] and value ~= ARGV[1] .. "+" then
     return 0
   end
 end
