@@ -154,9 +154,9 @@
 //
 // So a Redis lock is an efficiency lock (it keeps the work from being done
 // twice, most of the time), and the fenced write to the database is the
-// correctness guarantee. Martin Kleppmann's "How to do distributed locking"
-// (2016, https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html)
-// makes this argument against Redlock, and is worth reading in full.
+// correctness guarantee. Martin Kleppmann's essay "How to do distributed
+// locking" (2016) makes this argument against Redlock, and is worth
+// reading in full (docs/workshop/10-redlock.md walks through it).
 //
 // # Redis keys
 //
@@ -169,4 +169,11 @@
 // lock on seats of one screening is one script on one node. The lock key
 // holds its holder's owner token, 32 hexadecimal digits, followed by "+"
 // once somebody waits for it.
+//
+// Earlier versions of this package announced releases on a channel
+// "seatlock:released:..." and never marked a key. Do not run the two side
+// by side on one Redis: an older holder neither renews nor releases a key
+// a newer waiter marked (its lock is lost, 409 lock_lost, or the key
+// waits out its lease), and older waiters hear no release. Stop every
+// older instance before a newer one takes locks.
 package distlock
