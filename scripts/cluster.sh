@@ -25,6 +25,9 @@
 #                 provider instead, and PAYMENTS_ADDR=off means none (simulated
 #                 payments)
 #   CHECK_FENCES  default false: true starts the provider with -check-fences
+#   GOMAXPROCS    default the machine's cores / INSTANCES, at least 1: the
+#                 instances share the cores (see the README on several
+#                 instances on one machine)
 # Every other cmd/api setting (LOCK_STRATEGY, PAYMENT_DELAY, ADMIN_TOKEN,
 # DB_MAX_CONNS, ...) is passed through from the environment. DEMO_MODE is
 # true unless set, so that the unsafe strategies can be shown.
@@ -43,6 +46,7 @@ base_port="${BASE_PORT:-8081}"
 dir="${CLUSTER_DIR:-${TMPDIR:-/tmp}/seatlock-cluster}"
 payments_addr="${PAYMENTS_ADDR:-127.0.0.1:9100}"
 check_fences="${CHECK_FENCES:-false}"
+export GOMAXPROCS="${GOMAXPROCS:-$(( $(nproc) / instances > 0 ? $(nproc) / instances : 1 ))}"
 pids_file="$dir/pids"
 flags_file="$dir/flags"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
