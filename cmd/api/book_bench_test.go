@@ -13,9 +13,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/seatlock/seatlock/httpapi"
-	"github.com/seatlock/seatlock/locking"
-	"github.com/seatlock/seatlock/redisevents"
 	"github.com/seatlock/seatlock/reservation"
 )
 
@@ -48,25 +45,12 @@ func BenchmarkBook(b *testing.B) {
 	// line's formatting counts, its write does not.
 	logger, flush := newLogger(io.Discard)
 	defer flush()
-	reg := prometheus.NewRegistry()
-	lockMetrics, err := locking.NewMetrics(reg, logger)
+	a, err := openApp(ctx, cfg, prometheus.NewRegistry(), logger)
 	if err != nil {
 		b.Fatal(err)
 	}
-	backends, err := openBackends(ctx, cfg, logger, lockMetrics)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer backends.close(logger)
-	hub := httpapi.NewHub(0)
-	events := redisevents.Start(ctx, backends.redis, hub, redisevents.Options{Logger: logger})
-	defer events.Close()
-	hub.SetFeed(events)
-	svc, err := newService(ctx, cfg, backends, events, logger)
-	if err != nil {
-		b.Fatal(err)
-	}
-	handler := httpapi.NewServer(svc, httpapi.Options{Logger: logger, Registry: reg, Events: hub})
+	defer a.close(logger)
+	svc, handler := a.svc, a.handler
 
 	// Enough screenings for every booking of the run to have a seat of its own.
 	const rows, perRow = reservation.MaxRows, 100

@@ -117,46 +117,79 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	lockMetrics, err := locking.NewMetrics(reg, logger)
+	a, err := openApp(ctx, cfg, reg, logger)
 	if err != nil {
 		return err
 	}
-	// The backends measure their lockers with lockMetrics, layer by layer.
-	b, err := openBackends(ctx, cfg, logger, lockMetrics)
-	if err != nil {
-		return err
-	}
-	defer b.close(logger)
-
-	// The live seat map: this instance's bookings go out over Redis, and
-	// everyone's come back to the hub, which feeds the open pages: only
-	// those of the screenings a page here follows, so that an instance
-	// on which no page was ever opened receives none of its neighbours'
-	// events.
-	hub := httpapi.NewHub(0)
-	events := redisevents.Start(ctx, b.redis, hub, redisevents.Options{Logger: logger})
-	// Deferred after b.close, so it runs before: the events need Redis.
-	defer events.Close()
-	hub.SetFeed(events)
-
-	svc, err := newService(ctx, cfg, b, events, logger)
-	if err != nil {
-		return err
-	}
-	srv := newServer(cfg, limits, httpapi.NewServer(svc, httpapi.Options{
-		Logger:     logger,
-		Registry:   reg,
-		AdminToken: cfg.AdminToken,
-		Events:     hub,
-		WriteRate:  cfg.WriteRate,
-	}), logger)
+	defer a.close(logger)
+	srv := newServer(cfg, limits, a.handler, logger)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
 	}
 	// Tests and scripts read this line to find a port chosen by the system.
 	logger.Info("listening on http://"+ln.Addr().String(), "lock", cfg.Lock, "guard", cfg.Guard, "demo", cfg.Demo)
-	return serve(ctx, srv, ln, hub, logger)
+	return serve(ctx, srv, ln, a.hub, logger)
+}
+
+// app is what serves the API: the backends, the live seat map's hub and
+// the events that feed it, the booking service, and its HTTP handler.
+type app struct {
+	backends *backends
+	hub      *httpapi.Hub
+	events   *redisevents.Bus
+	svc      *reservation.Service
+	handler  http.Handler
+}
+
+// openApp opens the backends and builds the service and its handler,
+// with its metrics in reg. The caller closes the app.
+func openApp(ctx context.Context, cfg config, reg *prometheus.Registry, logger *slog.Logger) (_ *app, err error) {
+	lockMetrics, err := locking.NewMetrics(reg, logger)
+	if err != nil {
+		return nil, err
+	}
+	// The backends measure their lockers with lockMetrics, layer by layer.
+	b, err := openBackends(ctx, cfg, logger, lockMetrics)
+	if err != nil {
+		return nil, err
+	}
+	a := &app{backends: b}
+	defer func() {
+		if err != nil {
+			a.close(logger)
+		}
+	}()
+
+	// The live seat map: this instance's bookings go out over Redis, and
+	// everyone's come back to the hub, which feeds the open pages: only
+	// those of the screenings a page here follows, so that an instance
+	// on which no page was ever opened receives none of its neighbours'
+	// events.
+	a.hub = httpapi.NewHub(0)
+	a.events = redisevents.Start(ctx, b.redis, a.hub, redisevents.Options{Logger: logger})
+	a.hub.SetFeed(a.events)
+
+	a.svc, err = newService(ctx, cfg, b, a.events, logger)
+	if err != nil {
+		return nil, err
+	}
+	a.handler = httpapi.NewServer(a.svc, httpapi.Options{
+		Logger:     logger,
+		Registry:   reg,
+		AdminToken: cfg.AdminToken,
+		Events:     a.hub,
+		WriteRate:  cfg.WriteRate,
+	})
+	return a, nil
+}
+
+// close stops the events, then closes the backends: the events need Redis.
+func (a *app) close(logger *slog.Logger) {
+	if a.events != nil {
+		a.events.Close()
+	}
+	a.backends.close(logger)
 }
 
 // newService builds the booking service over the backends, and makes sure
