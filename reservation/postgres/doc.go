@@ -72,8 +72,9 @@
 //
 // # Group commit
 //
-// Bookings are not alone under load. Those that come while maxInFlight
-// (two) batches are on the wire queue up and go out together as the next batch: one round trip,
+// Bookings are not alone under load. Those that come while a batch is on
+// the wire queue up and go out together as the next batch (a second goes
+// out beside the first only once secondBatchAt wait): one round trip,
 // one transaction, one COMMIT for all of them (committer, groupcommit.go,
 // explains it whole). Each booking in it stays all or nothing: it runs as
 // try_book_seats (migration 0004), book_seats in a subtransaction that

@@ -30,6 +30,10 @@ func BookTogether(ctx context.Context, s *Store, ws []reservation.Write) []error
 // MaxInFlight is how many batches a store may have on the wire at once.
 const MaxInFlight = maxInFlight
 
+// SecondBatchAt is how many bookings must wait before a second batch goes
+// on the wire beside a first.
+const SecondBatchAt = secondBatchAt
+
 // Queued returns how many bookings wait for s's next batch, and how many
 // batches are on the wire.
 func Queued(s *Store) (queued, inFlight int) {

@@ -21,12 +21,11 @@ import (
 // database's counterpart of distlock's batcher, which shares Redis round
 // trips the same way.
 //
-// Nothing waits to fill a batch. A booking that finds fewer than
-// maxInFlight batches on the wire is sent at once, alone, as the one
-// statement book_seats, exactly as without a committer. Bookings that come
-// while maxInFlight batches are on the wire queue up, and when one is
-// answered the queue is sent as the next batch, in one pgx batch (one
-// write, one read):
+// Nothing waits to fill a batch. A booking that finds no batch on the wire
+// is sent at once, alone, as the one statement book_seats, exactly as
+// without a committer. Bookings that come while a batch is on the wire
+// queue up, and when it is answered the queue is sent as the next batch,
+// in one pgx batch (one write, one read):
 //
 //	BEGIN
 //	lockBatchSeats            -- every seat of the batch, in one order
@@ -36,6 +35,17 @@ import (
 //
 // A lone booking thus pays nothing extra, and a busy one waits for at most
 // one batch before its own.
+//
+// A second batch goes on the wire beside the first only once secondBatchAt
+// bookings wait (maxInFlight batches at most): then the queue is worth a
+// transaction of its own, and a first batch that waits for a row lock
+// (another instance's batch of the same seats) does not hold every other
+// booking of the instance up behind it. Sending whatever had queued as a
+// second batch at once, as this committer used to, halves the batches of
+// an instance that is busy but not swamped, and every batch costs the API
+// and the server a round trip, a transaction and a COMMIT: three instances
+// sharing one machine's load each formed batches of 3-4 bookings that way
+// (docs/benchmarks-loadgen.md).
 //
 // Each booking stays all or nothing. try_book_seats (migration 0004) is
 // book_seats run as a subtransaction: a booking the guard refuses undoes
@@ -76,7 +86,7 @@ type committer struct {
 	senders sync.WaitGroup // the send goroutines; close waits for them
 
 	mu       sync.Mutex
-	inFlight int             // batches on the wire, at most maxInFlight
+	inFlight int             // send goroutines, at most maxInFlight: each has a batch on the wire or is taking one
 	queue    []*pendingWrite // bookings waiting for the next batch, oldest first
 }
 
@@ -84,9 +94,15 @@ type committer struct {
 // batch waiting for a row lock (another instance's batch of the same
 // seats) would hold every other booking of the instance up behind it; with
 // two, the next batch goes out meanwhile. More would send bookings alone
-// that could have shared a batch. One and two measured the same on the
-// project machine (docs/benchmarks-loadgen.md).
+// that could have shared a batch.
 const maxInFlight = 2
+
+// secondBatchAt is how many bookings must wait before a batch goes on the
+// wire while another is there: fewer wait for it and share the next
+// batch. A third of maxBatch: one instance under 64 clients still reaches
+// it, and so keeps two batches going, while an instance with a third of
+// that load sends one batch at a time, each about twice as large.
+const secondBatchAt = maxBatch / 3
 
 // maxBatch bounds the bookings of one batch. Each is a subtransaction, and
 // a transaction with more than 64 subtransactions that wrote overflows
@@ -142,7 +158,7 @@ func (c *committer) enqueue(ctx context.Context, ws ...reservation.Write) []*pen
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.queue = append(c.queue, pending...)
-	if c.inFlight < maxInFlight {
+	if c.inFlight == 0 || c.inFlight < maxInFlight && len(c.queue) >= secondBatchAt {
 		c.inFlight++
 		c.senders.Go(c.send)
 	}
@@ -162,13 +178,15 @@ func (c *committer) withdraw(p *pendingWrite) bool {
 	return true
 }
 
-// send sends the queue, maxBatch bookings at a time, until it is empty.
-// It runs in a goroutine of its own while there is something to send.
+// send sends the queue, maxBatch bookings at a time, until it is empty,
+// or until fewer than secondBatchAt wait while another send goroutine is
+// there to take them. It runs in a goroutine of its own while there is
+// something to send.
 func (c *committer) send() {
 	for {
 		c.mu.Lock()
 		n := min(len(c.queue), maxBatch)
-		if n == 0 {
+		if n == 0 || c.inFlight > 1 && n < secondBatchAt {
 			c.inFlight--
 			c.mu.Unlock()
 			return

@@ -176,32 +176,24 @@ func TestBatchCallerGivesUp(t *testing.T) {
 	slowCommit(t, dbURL, time.Second)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-
 	waitFor := func(what string, cond func(queued, inFlight int) bool) {
 		t.Helper()
-		for !cond(postgres.Queued(store)) {
-			if ctx.Err() != nil {
-				t.Fatalf("waiting for %s: %v", what, ctx.Err())
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitQueued(t, store, 30*time.Second, what, cond)
 	}
 
-	// Slow bookings alone on the wire, as many as may be, so that the
-	// next two queue and go out together.
+	// A slow booking alone on the wire, so that the next two queue and go
+	// out together.
 	var first []reservation.Write
 	var wg sync.WaitGroup
-	for i := range postgres.MaxInFlight {
-		w := seatsWrite(sc, 0, fmt.Sprintf("B%d", i))
-		w.Booking.Customer = "slow"
-		first = append(first, w)
-		wg.Go(func() {
-			if err := store.Book(ctx, w); err != nil {
-				t.Errorf("first bookings: %v", err)
-			}
-		})
-		waitFor("a first booking on the wire", func(q, inFlight int) bool { return q == 0 && inFlight == i+1 })
-	}
+	w := seatsWrite(sc, 0, "B0")
+	w.Booking.Customer = "slow"
+	first = append(first, w)
+	wg.Go(func() {
+		if err := store.Book(ctx, w); err != nil {
+			t.Errorf("first booking: %v", err)
+		}
+	})
+	waitFor("a first booking on the wire", func(q, inFlight int) bool { return q == 0 && inFlight == 1 })
 
 	givesUp := seatsWrite(sc, 0, "A2")
 	givesUp.Booking.Customer = "slow" // keeps the batch on the wire for a second
@@ -225,6 +217,86 @@ func TestBatchCallerGivesUp(t *testing.T) {
 	// The batch commits after the first caller has gone.
 	waitFor("the batch answered", func(_, inFlight int) bool { return inFlight == 0 })
 	assertBooked(t, store, sc, map[string]*reservation.Write{"B0": &first[0], "A2": &givesUp, "A3": &other})
+}
+
+// waitQueued waits, for limit at most, until cond holds of how many
+// bookings wait for store's next batch and how many batches are on the
+// wire; it fails the test if cond never holds.
+func waitQueued(t *testing.T, store *postgres.Store, limit time.Duration, what string, cond func(queued, inFlight int) bool) {
+	t.Helper()
+	for end := time.Now().Add(limit); !cond(postgres.Queued(store)); {
+		if time.Now().After(end) {
+			queued, inFlight := postgres.Queued(store)
+			t.Fatalf("waited %v for %s: %d bookings queued, %d batches on the wire", limit, what, queued, inFlight)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestSecondBatch checks when a second batch goes on the wire while a
+// first is there: bookings that come meanwhile wait for the first and
+// share the next batch, until secondBatchAt of them wait; then they go
+// out at once, beside the first, without waiting for it. And once two
+// batches are on the wire, the first answered does not send the few that
+// queued since while the other is still there: they wait for the next.
+func TestSecondBatch(t *testing.T) {
+	dbURL := testenv.NewDatabase(t)
+	store := open(t, dbURL)
+	sc := faultScreening(t, store, reservation.LockRedis)
+	const commitTakes = 3 * time.Second
+	slowCommit(t, dbURL, commitTakes)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+
+	var wg sync.WaitGroup
+	want := make(map[string]*reservation.Write)
+	book := func(customer, seat string) {
+		w := seatsWrite(sc, 0, seat)
+		w.Booking.Customer = customer // "slow": on the wire for commitTakes
+		want[seat] = &w
+		wg.Go(func() {
+			if err := store.Book(ctx, w); err != nil {
+				t.Errorf("booking of %s: %v", seat, err)
+			}
+		})
+	}
+	// queued checks, after a while for a wrong batch to go out, that
+	// bookings wait behind the one batch on the wire.
+	queued := func(what string, want int) {
+		t.Helper()
+		waitQueued(t, store, commitTakes/6, what, func(q, inFlight int) bool { return q == want || inFlight > 1 })
+		time.Sleep(50 * time.Millisecond)
+		if q, inFlight := postgres.Queued(store); q != want || inFlight != 1 {
+			t.Fatalf("%s: %d queued, %d batches on the wire; want %d queued behind one batch", what, q, inFlight, want)
+		}
+	}
+
+	book("slow", "S1")
+	firstSent := time.Now()
+	waitQueued(t, store, commitTakes/6, "the slow booking on the wire", func(q, inFlight int) bool { return q == 0 && inFlight == 1 })
+	few := postgres.SecondBatchAt - 1
+	for i := range few {
+		book("test", fmt.Sprintf("A%d", i+1))
+	}
+	queued("fewer than SecondBatchAt bookings behind a batch", few)
+
+	time.Sleep(commitTakes / 3) // the second batch is answered well after the first
+	book("slow", "B1")
+	waitQueued(t, store, commitTakes/6, "a second batch beside the first", func(q, inFlight int) bool { return q == 0 && inFlight == 2 })
+	if waited := time.Since(firstSent); waited >= commitTakes {
+		t.Fatalf("the second batch went out after %v, once the first was answered: want it beside the first", waited)
+	}
+
+	book("test", "C1")
+	book("test", "C2")
+	waitQueued(t, store, commitTakes/6, "two bookings queued behind two batches", func(q, _ int) bool { return q == 2 })
+	waitQueued(t, store, commitTakes, "the first batch answered", func(_, inFlight int) bool { return inFlight == 1 })
+	time.Sleep(50 * time.Millisecond) // time for a wrong batch to be answered
+	if q, inFlight := postgres.Queued(store); q != 2 || inFlight != 1 {
+		t.Fatalf("first batch answered while the second is on the wire: %d queued, %d batches on the wire; want the 2 queued behind the second", q, inFlight)
+	}
+	wg.Wait()
+	assertBooked(t, store, sc, want)
 }
 
 // blockedBatches runs batch[0] on store[0] and batch[1] on store[1] (two
