@@ -193,18 +193,21 @@ func writeJSON(c *gin.Context, status int, v any) {
 // jsonLine is a gin render.Render of one JSON value and a newline.
 type jsonLine struct{ v any }
 
+// Render writes the value with an Encoder, which writes what json.Marshal
+// would and the newline in one Write, from a buffer encoding/json reuses:
+// Marshal would return a copy of that buffer, and appending the newline
+// would copy it again.
 func (r jsonLine) Render(w http.ResponseWriter) error {
 	r.WriteContentType(w)
-	b, err := json.Marshal(r.v)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return json.NewEncoder(w).Encode(r.v)
 }
 
+// WriteContentType sets the JSON content type unless one is set. The
+// header map is used directly, under the canonical key, which spares
+// Header.Get and Header.Set canonicalizing it on every answer.
 func (jsonLine) WriteContentType(w http.ResponseWriter) {
-	if w.Header().Get("Content-Type") == "" {
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	h := w.Header()
+	if v := h["Content-Type"]; len(v) == 0 || v[0] == "" {
+		h["Content-Type"] = []string{"application/json; charset=utf-8"}
 	}
 }
