@@ -84,14 +84,24 @@ type seatMapJSON struct {
 // bookingJSON is a Booking. Token is set only in the 201 answer that
 // creates the booking (or replays it): it is the secret that cancels it.
 type bookingJSON struct {
-	ID          string    `json:"id"`
-	ScreeningID string    `json:"screening_id"`
-	Seats       []string  `json:"seats"`
-	Customer    string    `json:"customer"`
-	Status      string    `json:"status"`
-	CreatedAt   time.Time `json:"created_at"`
-	Token       string    `json:"token,omitempty"`
+	ID          string   `json:"id"`
+	ScreeningID string   `json:"screening_id"`
+	Seats       []string `json:"seats"`
+	Customer    string   `json:"customer"`
+	Status      string   `json:"status"`
+	CreatedAt   jsonTime `json:"created_at"`
+	Token       string   `json:"token,omitempty"`
 }
+
+// jsonTime is a time that encoding/json writes as it writes a time.Time
+// (RFC 3339 with nanoseconds, quoted), but through MarshalText instead of
+// MarshalJSON: encoding/json scans and compacts the output of a
+// MarshalJSON byte by byte, and takes that of a MarshalText as a string.
+// Every booking answers one; the scan was a quarter of the answer's
+// encoding.
+type jsonTime time.Time
+
+func (t jsonTime) MarshalText() ([]byte, error) { return time.Time(t).MarshalText() }
 
 func toBookingJSON(b reservation.Booking) bookingJSON {
 	seats := b.Seats
@@ -104,7 +114,7 @@ func toBookingJSON(b reservation.Booking) bookingJSON {
 		Seats:       seats,
 		Customer:    b.Customer,
 		Status:      string(b.Status),
-		CreatedAt:   b.CreatedAt.UTC(),
+		CreatedAt:   jsonTime(b.CreatedAt.UTC()),
 	}
 }
 
