@@ -44,10 +44,10 @@ func handleBookingCreate(svc *reservation.Service, m *metrics) gin.HandlerFunc {
 		})
 		if err != nil {
 			respondErr(c, err)
-			m.bookings.WithLabelValues(string(sc.Lock), outcome(err)).Inc()
+			m.bookingsOf.Get(bookingKey{string(sc.Lock), outcome(err)}).Inc()
 			return
 		}
-		m.bookings.WithLabelValues(string(sc.Lock), "confirmed").Inc()
+		m.bookingsOf.Get(bookingKey{string(sc.Lock), "confirmed"}).Inc()
 		out := toBookingJSON(conf.Booking)
 		out.Token = conf.Token
 		c.Header("Location", "/v1/bookings/"+out.ID)

@@ -107,7 +107,8 @@ func TestErrorTable(t *testing.T) {
 }
 
 // TestRecoverPanics checks that a panicking handler answers a JSON 500
-// without details, logs the panic, and the server goes on serving.
+// without details, and logs the panic and the request line, both with the
+// request's id.
 func TestRecoverPanics(t *testing.T) {
 	var log bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&log, nil))
@@ -117,13 +118,21 @@ func TestRecoverPanics(t *testing.T) {
 	r.GET("/boom", func(*gin.Context) { panic("secret detail") })
 
 	w := httptest.NewRecorder()
-	r.ServeHTTP(w, httptest.NewRequest("GET", "/boom", nil))
+	req := httptest.NewRequest("GET", "/boom", nil)
+	req.Header.Set("X-Request-ID", "boom-1")
+	r.ServeHTTP(w, req)
 	if w.Code != http.StatusInternalServerError || strings.Contains(w.Body.String(), "secret") ||
 		!strings.Contains(w.Body.String(), `"code":"internal"`) {
 		t.Errorf("answer %d %s", w.Code, w.Body)
 	}
 	if !strings.Contains(log.String(), "secret detail") || !strings.Contains(log.String(), "status=500") {
 		t.Errorf("log lacks the panic or the request line:\n%s", log.String())
+	}
+	if n := strings.Count(log.String(), "id=boom-1 "); n != 2 {
+		t.Errorf("the request's id is in %d log lines, want the panic's and the request's:\n%s", n, log.String())
+	}
+	if id := w.Header().Get("X-Request-ID"); id != "boom-1" {
+		t.Errorf("answer's X-Request-ID %q, want the client's", id)
 	}
 }
 

@@ -2,8 +2,11 @@ package httpapi
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seatlock/seatlock/internal/series"
 )
 
 // metrics are the server's Prometheus collectors. Routes are labelled by
@@ -15,8 +18,31 @@ type metrics struct {
 	inFlight *prometheus.GaugeVec     // route
 	bookings *prometheus.CounterVec   // strategy, outcome
 
+	// The series of the vectors above that requests have used, by their
+	// labels: a request finds each by one lookup (see package series).
+	answered   *series.Cache[answerKey, answerSeries]
+	inFlightOf *series.Cache[string, prometheus.Gauge] // by route
+	bookingsOf *series.Cache[bookingKey, prometheus.Counter]
+
 	holdMetrics // holds.go
 }
+
+// answerKey labels an answered request: its route pattern, its method
+// (methodLabel) and its status.
+type answerKey struct {
+	route, method string
+	status        int
+}
+
+// answerSeries are the series of one answerKey.
+type answerSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+// bookingKey labels a booking attempt: the screening's strategy and the
+// outcome.
+type bookingKey struct{ strategy, outcome string }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
 	m := &metrics{
@@ -38,6 +64,15 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help: `Booking attempts by the screening's lock strategy and outcome ("confirmed" or the error code).`,
 		}, []string{"strategy", "outcome"})),
 	}
+	m.answered = series.New(func(k answerKey) answerSeries {
+		status := strconv.Itoa(k.status)
+		return answerSeries{
+			requests: m.requests.WithLabelValues(k.route, k.method, status),
+			duration: m.duration.WithLabelValues(k.route, status),
+		}
+	})
+	m.inFlightOf = series.New(func(route string) prometheus.Gauge { return m.inFlight.WithLabelValues(route) })
+	m.bookingsOf = series.New(func(k bookingKey) prometheus.Counter { return m.bookings.WithLabelValues(k.strategy, k.outcome) })
 	m.holdMetrics = newHoldMetrics(reg)
 	return m
 }

@@ -5,15 +5,17 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 )
 
-// requestIDKey is where observe stores the request id in the gin context.
-const requestIDKey = "seatlock.request_id"
+// requestIDHeader is the header of a request's id, in the canonical form
+// of net/http's header keys, so that it is read and written in the header
+// maps directly, without the canonicalization (and for a spelling such as
+// "X-Request-ID", an allocation) that Header.Get and Header.Set make.
+const requestIDHeader = "X-Request-Id"
 
 // observe gives every request an id (the client's X-Request-ID if it is
 // sensible, else a new uuid), echoes it, and after the request logs one line
@@ -22,17 +24,21 @@ const requestIDKey = "seatlock.request_id"
 func observe(logger *slog.Logger, m *metrics) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
-		id := c.GetHeader("X-Request-ID")
+		var id string
+		if ids := c.Request.Header[requestIDHeader]; len(ids) > 0 {
+			id = ids[0]
+		}
 		if !validRequestID(id) {
 			id = uuid.NewString()
 		}
-		c.Set(requestIDKey, id)
-		c.Header("X-Request-ID", id)
+		// The id is kept in the answer's header only: recoverPanics reads
+		// it there.
+		c.Writer.Header()[requestIDHeader] = []string{id}
 		route := c.FullPath() // the pattern; empty when no route matched
 		if route == "" {
 			route = "unmatched"
 		}
-		inFlight := m.inFlight.WithLabelValues(route)
+		inFlight := m.inFlightOf.Get(route)
 		inFlight.Inc()
 		defer inFlight.Dec()
 
@@ -40,9 +46,9 @@ func observe(logger *slog.Logger, m *metrics) gin.HandlerFunc {
 
 		elapsed := time.Since(start)
 		status := c.Writer.Status()
-		statusLabel := strconv.Itoa(status)
-		m.requests.WithLabelValues(route, methodLabel(c.Request.Method), statusLabel).Inc()
-		m.duration.WithLabelValues(route, statusLabel).Observe(elapsed.Seconds())
+		answered := m.answered.Get(answerKey{route, methodLabel(c.Request.Method), status})
+		answered.requests.Inc()
+		answered.duration.Observe(elapsed.Seconds())
 
 		attrs := []slog.Attr{
 			slog.String("id", id),
@@ -124,7 +130,7 @@ func recoverPanics(logger *slog.Logger) gin.HandlerFunc {
 				panic(v)
 			}
 			logger.Error("panic serving request",
-				"id", c.GetString(requestIDKey),
+				"id", c.Writer.Header().Get(requestIDHeader),
 				"panic", v,
 				"stack", string(debug.Stack()))
 			if c.Writer.Written() {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/internal/series"
 	"github.com/seatlock/seatlock/reservation"
 )
 
@@ -89,7 +90,15 @@ type Metrics struct {
 	lost   *prometheus.CounterVec   // layer
 	renew  *prometheus.CounterVec   // layer, result
 	logger *slog.Logger
+
+	// The series of wait and hold that bookings have used, by their
+	// labels: a booking finds each by one lookup (see package series).
+	waitOf *series.Cache[waitKey, prometheus.Observer]
+	holdOf *series.Cache[string, prometheus.Observer] // by layer
 }
+
+// waitKey labels a wait: the layer, and "acquired" or "failed".
+type waitKey struct{ layer, outcome string }
 
 // lockBuckets go from 1µs, where an uncontended in-process mutex answers,
 // by factors of 4 to about 17s, past the longest lock wait a booking
@@ -124,6 +133,8 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) (*Metrics, error
 		}, []string{"layer", "result"}),
 		logger: logger,
 	}
+	m.waitOf = series.New(func(k waitKey) prometheus.Observer { return m.wait.WithLabelValues(k.layer, k.outcome) })
+	m.holdOf = series.New(func(layer string) prometheus.Observer { return m.hold.WithLabelValues(layer) })
 	for _, c := range []prometheus.Collector{m.wait, m.hold, m.lost, m.renew} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("locking: registering lock metrics"), err)
@@ -138,12 +149,12 @@ func (m *Metrics) Waited(layer string, d time.Duration, err error) {
 	if err != nil {
 		outcome = "failed"
 	}
-	m.wait.WithLabelValues(layer, outcome).Observe(d.Seconds())
+	m.waitOf.Get(waitKey{layer, outcome}).Observe(d.Seconds())
 }
 
 // Held records a hold time.
 func (m *Metrics) Held(layer string, d time.Duration) {
-	m.hold.WithLabelValues(layer).Observe(d.Seconds())
+	m.holdOf.Get(layer).Observe(d.Seconds())
 }
 
 // Lost counts a lost lease and logs it as a warning: a lost lock means a

@@ -25,6 +25,7 @@
 package redisevents
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -91,10 +92,50 @@ type message struct {
 	BookingID   string                `json:"booking_id"`
 	HoldID      string                `json:"hold_id,omitempty"`
 	Holder      string                `json:"holder,omitempty"`
-	ExpiresAt   time.Time             `json:"expires_at,omitzero"`
+	ExpiresAt   wireTime              `json:"expires_at,omitzero"`
 	Seats       []string              `json:"seats"`
-	At          time.Time             `json:"at"`
+	At          wireTime              `json:"at"`
 }
+
+func toMessage(ev reservation.Event) message {
+	return message{
+		Kind:        ev.Kind,
+		ScreeningID: ev.ScreeningID,
+		BookingID:   ev.BookingID,
+		HoldID:      ev.HoldID,
+		Holder:      ev.Holder,
+		ExpiresAt:   wireTime(ev.ExpiresAt),
+		Seats:       ev.Seats,
+		At:          wireTime(ev.At),
+	}
+}
+
+func (m message) event() reservation.Event {
+	return reservation.Event{
+		Kind:        m.Kind,
+		ScreeningID: m.ScreeningID,
+		BookingID:   m.BookingID,
+		HoldID:      m.HoldID,
+		Holder:      m.Holder,
+		ExpiresAt:   time.Time(m.ExpiresAt),
+		Seats:       m.Seats,
+		At:          time.Time(m.At),
+	}
+}
+
+// wireTime is a time.Time on the wire, written and read exactly as
+// encoding/json writes and reads a time.Time, but written through
+// MarshalText instead of MarshalJSON: encoding/json scans and compacts
+// the output of a MarshalJSON byte by byte, and takes that of a
+// MarshalText as a string. Every booking's event carries one.
+type wireTime time.Time
+
+func (t wireTime) IsZero() bool                 { return time.Time(t).IsZero() }
+func (t wireTime) MarshalText() ([]byte, error) { return time.Time(t).MarshalText() }
+
+// UnmarshalJSON reads what time.Time reads (null included, which leaves
+// the time as it was).
+func (t *wireTime) UnmarshalJSON(b []byte) error { return (*time.Time)(t).UnmarshalJSON(b) }
 
 // Bus publishes this instance's booking events to Redis and delivers
 // everyone's to a Deliverer. It owns two goroutines, publish and receive;
@@ -189,6 +230,7 @@ func sectionEvent(kind reservation.EventKind) bool {
 // instead of the queue.
 func (b *Bus) publish(ctx context.Context) {
 	batch := make([]reservation.Event, 0, publishBatch)
+	var buf bytes.Buffer // the batch's messages (see send)
 	gather := time.NewTimer(publishGather)
 	defer gather.Stop()
 	for {
@@ -200,12 +242,12 @@ func (b *Bus) publish(ctx context.Context) {
 			case <-ctx.Done(): // send at once, then drain below
 			}
 			batch = b.fill(append(batch[:0], ev))
-			b.send(context.WithoutCancel(ctx), batch)
+			b.send(context.WithoutCancel(ctx), batch, &buf)
 		case <-ctx.Done():
 			// The bookings of the last requests drained at shutdown are
 			// still told to the other instances.
 			for batch = b.fill(batch[:0]); len(batch) > 0; batch = b.fill(batch[:0]) {
-				b.send(context.WithoutCancel(ctx), batch)
+				b.send(context.WithoutCancel(ctx), batch, &buf)
 			}
 			return
 		}
@@ -226,17 +268,26 @@ func (b *Bus) fill(batch []reservation.Event) []reservation.Event {
 }
 
 // send publishes a batch of events, each on its screening's channel, in one
-// pipeline.
-func (b *Bus) send(ctx context.Context, batch []reservation.Event) {
+// pipeline. The messages are encoded one after the other into buf (the
+// bus's, reused from batch to batch) and published as slices of it: one
+// encoding buffer per batch rather than a copy per event. The pipeline has
+// written them by the time send returns, so the next batch may overwrite
+// them.
+func (b *Bus) send(ctx context.Context, batch []reservation.Event, buf *bytes.Buffer) {
 	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
 	pipe := b.client.Pipeline()
+	buf.Reset()
+	enc := json.NewEncoder(buf)
 	for _, ev := range batch {
-		msg, err := json.Marshal(message(ev))
-		if err != nil {
+		start := buf.Len()
+		if err := enc.Encode(toMessage(ev)); err != nil {
 			b.logger.Error("encoding booking event", "err", err)
 			continue
 		}
+		// Without the newline Encode ends the value with: the message
+		// is the value alone, as json.Marshal writes it.
+		msg := buf.Bytes()[start : buf.Len()-1]
 		pipe.Publish(ctx, ChannelPrefix+ev.ScreeningID, msg)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -321,7 +372,7 @@ func (b *Bus) receive() {
 			b.logger.Warn("ignoring a malformed booking event", "channel", m.Channel)
 			continue
 		}
-		b.deliver.Deliver(reservation.Event(msg))
+		b.deliver.Deliver(msg.event())
 	}
 }
 

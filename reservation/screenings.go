@@ -142,11 +142,14 @@ func (s *Service) EnsureScreening(ctx context.Context, req NewScreening) error {
 
 // Screening returns a screening, or ErrNotFound.
 func (s *Service) Screening(ctx context.Context, id string) (Screening, error) {
-	if validID(id) != nil {
-		return Screening{}, notFound("screening", id)
-	}
+	// The cache first: only valid ids are ever put in it, so a booking
+	// (which looks its screening up twice, in the handler and in Book)
+	// does not check its id again.
 	if sc, ok := s.screenings.get(id); ok {
 		return sc, nil
+	}
+	if validID(id) != nil {
+		return Screening{}, notFound("screening", id)
 	}
 	sc, err := s.store.Screening(ctx, id)
 	if errors.Is(err, ErrNotFound) {
