@@ -36,8 +36,9 @@
 #   PAR_REQS    default 3000 bookings per parallelism run (part 3; global does 200)
 #   BASE_PORT   default 18081
 #   BASE_API    other cmd/api binaries (space-separated) to measure as "before"
-#               in parts 2-3, each named by its file name; a script that
-#               execs one with settings (GOMAXPROCS=1 exec api) works too
+#               in parts 2-3, each named by its file name, which must be
+#               unique and not api (this tree's own); a script that execs
+#               one with settings (GOMAXPROCS=1 exec api) works too
 #   PIN_CLIENTS default 1: part 2's loadgen runs with -pin-clients, each client
 #               sending to one instance (as a balancer that keeps a client's
 #               connection does), not every client to every instance, which
@@ -233,6 +234,13 @@ dburl="$pg/$db?sslmode=disable"
 apis=("$out/api")
 read -ra base_apis <<<"${BASE_API:-}"
 apis+=("${base_apis[@]}")
+# Results are named by the binaries' file names, so two of one name would
+# be mixed in the medians (this tree's own binary is called api).
+dup=$(for bin in "${apis[@]}"; do basename "$bin"; done | sort | uniq -d)
+if [[ -n $dup ]]; then
+	echo "bench-loadgen.sh: BASE_API: two binaries named $dup would share their results; copy one under another name" >&2
+	exit 2
+fi
 
 if [[ $parts == *" 2 "* ]]; then
 	echo "== 2. booking throughput: spread, default strategy, $clients clients" >&2
