@@ -129,8 +129,8 @@ func OwnerToken() string {
 // an expiry is noticed promptly.
 func Backoff(attempt int, minimum, maximum, pttl time.Duration) time.Duration {
 	d := maximum
-	if attempt < 30 {
-		d = min(d, minimum<<attempt)
+	if attempt < 63 && minimum <= maximum>>attempt { // minimum<<attempt neither overflows nor exceeds maximum
+		d = minimum << attempt
 	}
 	d = d/2 + mathrand.N(d/2+1) // between d/2 and d
 	if pttl >= 0 && pttl < d {

@@ -39,3 +39,21 @@ func TestLeaseCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestBackoffStaysWithinBounds(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		minimum, maximum time.Duration
+	}{
+		{"the defaults", 5 * time.Millisecond, 200 * time.Millisecond},
+		{"a minute, whose doubling overflows after 28 attempts", time.Minute, time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for attempt := range 100 {
+				if d := lockstate.Backoff(attempt, c.minimum, c.maximum, -1); d < c.minimum/2 || d > c.maximum {
+					t.Fatalf("Backoff(%d, %v, %v) = %v, want between %v and %v", attempt, c.minimum, c.maximum, d, c.minimum/2, c.maximum)
+				}
+			}
+		})
+	}
+}
