@@ -33,11 +33,21 @@ type pipeliningClient interface {
 //
 // Nothing waits to fill a batch. A call that finds nothing on the wire is
 // sent at once, alone, as if there were no batcher. Calls made while a
-// batch is on the wire queue up; when that batch is answered, the first
-// queued caller sends the whole queue as the next batch, in one pipeline,
-// and hands every other caller its reply. A lone caller therefore pays
-// nothing extra, and a busy one waits for at most one round trip before
-// its own.
+// batch is on the wire queue up; when that batch is answered, its sender
+// hands every caller its reply, and once the last of them has returned
+// from Run, the first queued caller sends the whole queue as the next
+// batch, in one pipeline. A lone caller therefore pays nothing extra, and
+// a busy one waits for at most one round trip before its own.
+//
+// Why the next batch waits for the callers of the last one to return: a
+// goroutine that locks and unlocks in a loop calls Run again as soon as
+// it has its reply. Sent the moment a batch is answered, the next batch
+// would leave behind every caller of that batch, who would queue behind
+// it and go in the batch after: two half batches would take turns on the
+// wire for good. Held until the answered callers have returned (a few
+// instructions each, never a round trip, never a wait on the callers'
+// own code), the next batch takes in those who came straight back, and a
+// busy batcher sends one wave of callers per round trip.
 //
 // Every call is still one script run, EVALSHA, on the server: only the
 // network trips are shared, never a script.
@@ -47,8 +57,12 @@ type Batcher struct {
 	timeout time.Duration    // bounds a batch on the wire; 0: no bound of its own
 
 	mu      sync.Mutex
-	sending bool          // a call or a batch is on the wire
+	sending bool          // a call or a batch is on the wire, or its callers are returning
 	queue   []*scriptCall // calls waiting for the next batch, oldest first
+	// returning counts the callers of the call or batch last sent that
+	// have not yet returned from Run. The last of them to return (see
+	// leave) lets the queue go: while it is above 0, sending is set.
+	returning int
 
 	// spare holds scriptCalls whose callers have returned, each with its
 	// done channel empty, so that a busy batcher does not allocate a call
@@ -96,9 +110,9 @@ func (b *Batcher) Run(ctx context.Context, script *redis.Script, keys []string, 
 	}
 	b.mu.Lock()
 	if !b.sending {
-		b.sending = true
+		b.sending, b.returning = true, 1
 		b.mu.Unlock()
-		defer b.handOff()
+		defer b.leave()
 		return script.Run(ctx, b.client, keys, args...)
 	}
 	c, _ := b.spare.Get().(*scriptCall)
@@ -123,14 +137,14 @@ func (b *Batcher) Run(ctx context.Context, script *redis.Script, keys []string, 
 	if c.leads {
 		b.mu.Lock()
 		batch := b.queue // c is its first call
-		b.queue = nil
+		b.queue, b.returning = nil, len(batch)
 		b.mu.Unlock()
 		b.send(ctx, batch)
-		b.handOff()
 		for _, other := range batch[1:] {
 			other.done <- struct{}{}
 		}
 	}
+	b.leave() // not for a withdrawn call: it was never sent
 	return c.cmd
 }
 
@@ -161,11 +175,15 @@ func (b *Batcher) withdraw(c *scriptCall) bool {
 	return true
 }
 
-// handOff is called when what was on the wire has been answered: the
+// leave is called by every caller of a call or batch that was sent, as it
+// returns from Run with its reply. The last of them hands the wire on: the
 // first queued caller, if any, is told to send the queue.
-func (b *Batcher) handOff() {
+func (b *Batcher) leave() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.returning--; b.returning > 0 {
+		return
+	}
 	if len(b.queue) == 0 {
 		b.sending = false
 		return
