@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,7 +24,8 @@ func echo(t *testing.T) *redis.Script {
 }
 
 // batchHook watches a client's traffic: it records the size of every
-// pipeline of scripts, can hold the first lone EVALSHA until told to go on (so that
+// pipeline of scripts and the first argument of every script call in every
+// round trip, can hold the first lone EVALSHA until told to go on (so that
 // calls queue up behind it), and can fail every pipeline.
 type batchHook struct {
 	hold, held chan struct{} // nil: hold nothing
@@ -35,15 +38,36 @@ type batchHook struct {
 	holdBatch, batchHeld chan struct{}
 	holdBatchOnce        sync.Once
 
-	mu    sync.Mutex
-	sizes []int
+	mu         sync.Mutex
+	sizes      []int
+	roundTrips [][]any // the first argument of every script call, per round trip
+}
+
+// record notes a round trip of script calls, a pipeline or a lone call.
+func (h *batchHook) record(pipeline bool, cmds []redis.Cmder) {
+	firstArgs := make([]any, len(cmds))
+	for i, cmd := range cmds {
+		if args := cmd.Args(); len(args) > 3 { // evalsha, sha, number of keys (0 here), first argument
+			firstArgs[i] = args[3]
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.roundTrips = append(h.roundTrips, firstArgs)
+	if pipeline {
+		h.sizes = append(h.sizes, len(cmds))
+	}
 }
 
 func (h *batchHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *batchHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.hold != nil && cmd.Name() == "evalsha" && h.holding.CompareAndSwap(false, true) {
+		if cmd.Name() != "evalsha" {
+			return next(ctx, cmd)
+		}
+		h.record(false, []redis.Cmder{cmd})
+		if h.hold != nil && h.holding.CompareAndSwap(false, true) {
 			close(h.held)
 			<-h.hold
 		}
@@ -56,9 +80,7 @@ func (h *batchHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 		if cmds[0].Name() != "evalsha" {
 			return next(ctx, cmds) // a new connection's handshake
 		}
-		h.mu.Lock()
-		h.sizes = append(h.sizes, len(cmds))
-		h.mu.Unlock()
+		h.record(true, cmds)
 		if h.holdBatch != nil {
 			h.holdBatchOnce.Do(func() { close(h.batchHeld); <-h.holdBatch })
 		}
@@ -161,6 +183,76 @@ func TestBatchRepliesReachTheirCallers(t *testing.T) {
 	defer b.mu.Unlock()
 	if b.sending || len(b.queue) != 0 {
 		t.Errorf("after the last reply: sending=%v, %d calls queued; want idle", b.sending, len(b.queue))
+	}
+}
+
+// TestBatchSendsOneWavePerRoundTrip checks that callers who come straight
+// back for another call, as goroutines locking and unlocking in a loop do,
+// go out together, one wave per round trip, instead of splitting into two
+// parts that take turns on the wire (see Batcher). Nothing in it is timed.
+//
+// It counts the round trips that leave a caller behind: a caller of one
+// round trip, with calls still to make, that is missing from the next. A
+// batcher that hands the queue on as soon as a batch is answered does that
+// in most round trips (its sender, or half the wave, goes again before the
+// others are back). This one waits until every caller of a batch has
+// returned from Run (see leave), and with one P to run them, the
+// goroutines it answers run, in turn, until each is queued again, before
+// the next batch's sender runs: none is left behind unless the runtime
+// preempts it in between, which it does to a goroutine only after the
+// operating system has kept its thread from running for 10ms. The test
+// allows 10 of those. With more Ps, a sender on another P can take the
+// queue while a caller is still on its way back, which costs that caller
+// one round trip, not a split; the test pins one P so that it counts
+// splits only.
+//
+// It does not count round trips: a goroutine that the runtime parks for a
+// while (to assist a garbage collection) lets the others go on without
+// it, alone if they must, as they should.
+func TestBatchSendsOneWavePerRoundTrip(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	h := &batchHook{}
+	b := newHookedBatcher(t, h)
+	script := echo(t)
+	if err := script.Load(t.Context(), b.client).Err(); err != nil {
+		t.Fatal(err) // else the first batch's NOSCRIPT retries would be round trips too
+	}
+	const goroutines, calls = 16, 200
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for range calls {
+				if err := b.Run(t.Context(), script, nil, g).Err(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.sizes) == 0 {
+		t.Fatal("no batch formed, so this test proved nothing")
+	}
+	leftBehind := 0
+	made := map[any]int{} // calls sent, by caller
+	for i := 0; i+1 < len(h.roundTrips); i++ {
+		for _, g := range h.roundTrips[i] {
+			made[g]++
+		}
+		for _, g := range h.roundTrips[i] {
+			if made[g] < calls && !slices.Contains(h.roundTrips[i+1], g) {
+				leftBehind++
+				break
+			}
+		}
+	}
+	t.Logf("%d calls in %d round trips, %d of them left a caller behind", goroutines*calls, len(h.roundTrips), leftBehind)
+	if leftBehind > 10 {
+		t.Errorf("%d of %d round trips left a caller behind; want at most 10: the waves split",
+			leftBehind, len(h.roundTrips))
 	}
 }
 
