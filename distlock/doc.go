@@ -115,14 +115,17 @@
 // Shared round trips. When many goroutines lock and unlock through one
 // Redis locker at once, their scripts travel together: a call that finds
 // nothing on the wire goes out at once, alone; calls made while it is on
-// the wire queue up, and when it is answered they go out as one pipeline,
-// one write and one read for all of them. Nothing ever waits to fill a
-// batch, so a lone caller pays nothing for it, and a busy service spends
-// far less of its CPU (and of Redis's) on system calls
+// the wire queue up, and once it is answered and its callers have taken
+// their replies, they go out as one pipeline, one write and one read for
+// all of them. Callers who come straight back, as goroutines locking and
+// unlocking in a loop do, join that pipeline instead of queueing behind
+// it, so a busy locker sends one wave of calls per round trip. Nothing
+// ever waits to fill a batch, so a lone caller pays nothing for it, and a
+// busy service spends far less of its CPU (and of Redis's) on system calls
 // (docs/benchmarks-distlock.md measures it against libraries that make
-// one round trip per call). Every
-// call is still its own script run, atomic on its own; a queued call whose
-// context ends before its batch leaves is withdrawn unsent.
+// one round trip per call). Every call is still its own script run,
+// atomic on its own; a queued call whose context ends before its batch
+// leaves is withdrawn unsent.
 //
 // Errors from the backend are not ErrNotAcquired. When Redis cannot be
 // reached, Obtain returns that error at once, so a service can answer 503

@@ -197,18 +197,18 @@ func TestBatchRepliesReachTheirCallers(t *testing.T) {
 // in most round trips (its sender, or half the wave, goes again before the
 // others are back). This one waits until every caller of a batch has
 // returned from Run (see leave), and with one P to run them, the
-// goroutines it answers run, in turn, until each is queued again, before
-// the next batch's sender runs: none is left behind unless the runtime
-// preempts it in between, which it does to a goroutine only after the
-// operating system has kept its thread from running for 10ms. The test
-// allows 10 of those. With more Ps, a sender on another P can take the
-// queue while a caller is still on its way back, which costs that caller
-// one round trip, not a split; the test pins one P so that it counts
+// goroutines it answers run in turn, each until it is queued again,
+// before the next batch's sender runs: none is left behind unless the
+// runtime preempts it in between (to start a garbage collection, or once
+// the operating system has kept its thread off the CPU for 10ms). The
+// test allows 10 of those. With more Ps, a sender on another P can take
+// the queue while a caller is still on its way back, which costs that
+// caller one round trip, not a split; so the test pins one P, to count
 // splits only.
 //
-// It does not count round trips: a goroutine that the runtime parks for a
-// while (to assist a garbage collection) lets the others go on without
-// it, alone if they must, as they should.
+// It does not bound the round trips themselves: with one P, a goroutine
+// sometimes makes its first hundred calls alone before the others make
+// any, which is no split.
 func TestBatchSendsOneWavePerRoundTrip(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	h := &batchHook{}
