@@ -3,9 +3,8 @@
 -- transaction, committed by the server when the statement succeeds, as
 -- book_seats alone is. It replaces a batch of statements (BEGIN, the lock
 -- of the batch's seats, one try_book_seats per booking, COMMIT), each of
--- which the server parsed, bound, planned and ran on its own: per booking,
--- that overhead cost about as much as the booking's own work, and each
--- batch paid for three more statements.
+-- which the server bound and ran, and the API read the answer of, on its
+-- own.
 --
 -- The bookings come as parallel arrays, one element per booking, but for
 -- the seats and their fences, which are flat: booking i has the next

@@ -25,13 +25,16 @@ import (
 // is sent at once, alone, as the one statement book_seats, exactly as
 // without a committer. Bookings that come while a batch is on the wire
 // queue up, and when it is answered the queue is sent as the next batch,
-// in one pgx batch (one write, one read):
+// as one statement too (one write, one read), its own transaction:
 //
-//	BEGIN
-//	lockBatchSeats            -- every seat of the batch, in one order
-//	SELECT try_book_seats(...) -- one per booking, each all or nothing
-//	...
-//	COMMIT
+//	SELECT code, detail, message FROM book_batch(...) -- one row per booking
+//
+// book_batch (migration 0005) takes the bookings as arrays, locks every
+// seat of the batch in one order, then writes each booking, all or
+// nothing. A batch used to be BEGIN, the seats' lock, one statement per
+// booking and COMMIT, in one pgx batch, each statement bound and run by
+// the server on its own and answered on its own: a third more
+// allocations for the API per batch (docs/benchmarks-loadgen.md).
 //
 // A lone booking thus pays nothing extra, and a busy one waits for at most
 // one batch before its own.
@@ -47,16 +50,18 @@ import (
 // sharing one machine's load each formed batches of 3-4 bookings that way
 // (docs/benchmarks-loadgen.md).
 //
-// Each booking stays all or nothing. try_book_seats (migration 0004) is
-// book_seats run as a subtransaction: a booking the guard refuses undoes
-// its own writes only and reports why as a row, not as an error that would
-// abort the transaction, so the others in the batch go on.
+// Each booking stays all or nothing. book_batch runs each as book_seats
+// in a subtransaction: a booking the guard refuses undoes its own writes
+// only and reports why as its row, not as an error that would abort the
+// transaction, so the others in the batch go on.
 //
 // A 201 still means "committed": every caller gets its answer only once
-// the COMMIT is acknowledged. A COMMIT the server refuses fails every
-// booking of the batch (nothing was written); one that is never answered
-// (the connection died, the batch's deadline passed) leaves every booking
-// in doubt (reservation.ErrWriteInDoubt), as it leaves a lone booking.
+// the statement's commit is acknowledged (the server commits before it
+// says the statement is done). A statement or commit the server refuses
+// fails every booking of the batch (nothing was written); one that is
+// never answered (the connection died, the batch's deadline passed)
+// leaves every booking in doubt (reservation.ErrWriteInDoubt), as it
+// leaves a lone booking.
 //
 // One caller giving up must not fail the others: a batch runs on a context
 // of its own, which ends at the latest deadline of its callers (a caller
@@ -75,7 +80,7 @@ import (
 // batch 2 (another instance) A2 then A1, would each wait for the other
 // until Postgres aborted one after deadlock_timeout. So a batch first locks
 // every seat row it is about to write, in (screening, seat) order, with
-// one statement (lockBatchSeats): every writer of seats then takes its
+// one INSERT (book_batch's first): every writer of seats then takes its
 // row locks in that one order, and no cycle can form among them. Bookings
 // can still wait for each other on an idempotency key (two batches each
 // inserting the other's key); the booking that Postgres picks as the
