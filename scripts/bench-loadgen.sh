@@ -69,16 +69,20 @@ results="$out/results.tsv"
 : >"$results"
 
 suffix="$$"
-db="seatlock_bench_$suffix"
+db="seatlock_bench_$suffix" # and one database per binary: ${db}_0, ${db}_1...
 pgbench_db="pgbench_bench_$suffix"
 pids=()
+apis=()
 
 cleanup() {
 	local pid
 	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
 	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
 	pids=()
-	dropdb -h 127.0.0.1 -U postgres --if-exists "$db" 2>/dev/null || true
+	local i
+	for ((i = 0; i < ${#apis[@]}; i++)); do
+		dropdb -h 127.0.0.1 -U postgres --if-exists "${db}_$i" 2>/dev/null || true
+	done
 	dropdb -h 127.0.0.1 -U postgres --if-exists "$pgbench_db" 2>/dev/null || true
 }
 trap cleanup EXIT
@@ -196,6 +200,21 @@ xact_commits() {
 	psql -h 127.0.0.1 -U postgres -d postgres -Atc "SELECT xact_commit FROM pg_stat_database WHERE datname = '$1'"
 }
 
+# pg_counters: "name value" lines of what the whole Postgres server did so
+# far: WAL records and full-page images (pg_stat_wal), and the MultiXact
+# SLRU pages read or created (pg_stat_slru: a MultiXact is made when a
+# second transaction locks a row another one still holds). They count
+# every database of the server: other clients of it add to them.
+pg_counters() {
+	psql -h 127.0.0.1 -U postgres -d postgres -AtF' ' -c "
+		SELECT 'wal-records', wal_records FROM pg_stat_wal
+		UNION ALL SELECT 'wal-fpi', wal_fpi FROM pg_stat_wal
+		UNION ALL SELECT 'multixact-pages', sum(blks_hit + blks_read + blks_zeroed)::bigint
+			FROM pg_stat_slru WHERE name IN ('MultiXactMember', 'MultiXactOffset')
+		UNION ALL SELECT 'subtrans-pages', sum(blks_hit + blks_read + blks_zeroed)::bigint
+			FROM pg_stat_slru WHERE name = 'Subtrans'"
+}
+
 # loadgen_run PART NAME FIELD ARGS...: run loadgen with -json, keep the JSON,
 # record FIELD (a jq path) of the report. A verification failure aborts.
 loadgen_run() {
@@ -229,8 +248,6 @@ if [[ $parts == *" 1 "* ]]; then
 	stop_apis
 fi
 
-createdb -h 127.0.0.1 -U postgres "$db"
-dburl="$pg/$db?sslmode=disable"
 apis=("$out/api")
 read -ra base_apis <<<"${BASE_API:-}"
 apis+=("${base_apis[@]}")
@@ -241,6 +258,12 @@ if [[ -n $dup ]]; then
 	echo "bench-loadgen.sh: BASE_API: two binaries named $dup would share their results; copy one under another name" >&2
 	exit 2
 fi
+# Each binary gets a database of its own, which it migrates: a tree that
+# adds a migration must not run main's binary on its schema (main ignores
+# migrations it does not know), nor main's on its own.
+for ((i = 0; i < ${#apis[@]}; i++)); do
+	createdb -h 127.0.0.1 -U postgres "${db}_$i"
+done
 
 if [[ $parts == *" 2 "* ]]; then
 	echo "== 2. booking throughput: spread, default strategy, $clients clients" >&2
@@ -273,20 +296,22 @@ if [[ $parts == *" 2 "* ]]; then
 		else
 			echo "pgbench's backends changed during the CPU window; not recorded" >&2
 		fi
-		for bin in "${apis[@]}"; do
-			tag=$(basename "$bin")
+		for ((i = 0; i < ${#apis[@]}; i++)); do
+			bin="${apis[i]}" tag=$(basename "${apis[i]}") bdb="${db}_$i"
+			dburl="$pg/$bdb?sslmode=disable"
 			for n in 1 3; do
-				commits0=$(xact_commits "$db")
+				commits0=$(xact_commits "$bdb")
+				pg_counters >"$out/pgc.before"
 				multi_env=()
 				((n > 1)) && read -ra multi_env <<<"${MULTI_ENV:-}"
 				start_apis "$bin" "$n" DATABASE_URL="$dburl" "${multi_env[@]}"
 				ticks "${pids[@]}" >"$out/api.before"
-				ticks $(backends "$db") >"$out/pg.before"
+				ticks $(backends "$bdb") >"$out/pg.before"
 				redis_stats >"$out/redis.before"
 				switches "${pids[@]}" >"$out/api-sw.before"
-				switches $(backends "$db") >"$out/pg-sw.before"
+				switches $(backends "$bdb") >"$out/pg-sw.before"
 				syscalls "${pids[@]}" >"$out/api-sc.before"
-				syscalls $(backends "$db") >"$out/pg-sc.before"
+				syscalls $(backends "$bdb") >"$out/pg-sc.before"
 				machine_ticks >"$out/machine.before"
 				pin=()
 				[[ ${PIN_CLIENTS:-1} == 1 ]] && pin=(-pin-clients)
@@ -294,12 +319,12 @@ if [[ $parts == *" 2 "* ]]; then
 					"$lg" -json -targets "$targets" "${pin[@]}" -scenario spread -clients "$clients" -requests "$bookings" >"$out/tput.json"
 				machine_ticks >"$out/machine.after"
 				ticks "${pids[@]}" >"$out/api.after"
-				ticks $(backends "$db") >"$out/pg.after"
+				ticks $(backends "$bdb") >"$out/pg.after"
 				redis_stats >"$out/redis.after"
 				switches "${pids[@]}" >"$out/api-sw.after"
-				switches $(backends "$db") >"$out/pg-sw.after"
+				switches $(backends "$bdb") >"$out/pg-sw.after"
 				syscalls "${pids[@]}" >"$out/api-sc.after"
-				syscalls $(backends "$db") >"$out/pg-sc.after"
+				syscalls $(backends "$bdb") >"$out/pg-sc.after"
 				stop_apis
 				cp "$out/tput.json" "$out/tput-$tag-x$n-$(date +%s%N).json"
 				record tput "$tag-x$n" "$(jq -r .confirmed_rps "$out/tput.json")"
@@ -328,7 +353,11 @@ if [[ $parts == *" 2 "* ]]; then
 				paste "$out/machine.before" "$out/machine.after" | while read -r k a _ b; do
 					record machine "$tag-x$n-$k-us-per-booking" "$(per "$(awk -v d="$((b - a))" -v hz="$(getconf CLK_TCK)" 'BEGIN {print d * 1e6 / hz}')")"
 				done
-				record pg "$tag-x$n-commits-per-1000-bookings" "$(per "$((($(xact_commits "$db") - commits0) * 1000))")"
+				record pg "$tag-x$n-commits-per-1000-bookings" "$(per "$((($(xact_commits "$bdb") - commits0) * 1000))")"
+				pg_counters >"$out/pgc.after"
+				paste "$out/pgc.before" "$out/pgc.after" | while read -r k a _ b; do
+					record pg "$tag-x$n-$k-per-1000-bookings" "$(per "$(((b - a) * 1000))")"
+				done
 			done
 		done
 	done
@@ -337,8 +366,9 @@ fi
 if [[ $parts == *" 3 "* ]]; then
 	echo "== 3. parallelism: spread, $clients clients, payment delay $delay" >&2
 	for ((r = 1; r <= reps; r++)); do
-		for bin in "${apis[@]}"; do
-			tag=$(basename "$bin")
+		for ((i = 0; i < ${#apis[@]}; i++)); do
+			bin="${apis[i]}" tag=$(basename "${apis[i]}")
+			dburl="$pg/${db}_$i?sslmode=disable"
 			for store in postgres memory; do
 				if [[ $store == postgres ]]; then
 					start_apis "$bin" 1 DATABASE_URL="$dburl"

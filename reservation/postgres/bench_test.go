@@ -10,6 +10,7 @@ import (
 
 	"github.com/seatlock/seatlock/internal/testenv"
 	"github.com/seatlock/seatlock/reservation"
+	"github.com/seatlock/seatlock/reservation/postgres"
 )
 
 // BenchmarkBook measures fenced bookings of free seats, one and four seats
@@ -51,4 +52,38 @@ func BenchmarkBook(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkWriteBatch measures one batch of group commit, of 14 bookings
+// of one free seat each (about a batch of one instance under 64 clients):
+// the client's side of a batch, per booking, with -benchmem.
+func BenchmarkWriteBatch(b *testing.B) {
+	store := open(b, testenv.NewDatabase(b))
+	sc := reservation.Screening{ID: "bench", Movie: "M", StartsAt: time.Now(), Rows: 1, SeatsPerRow: 1,
+		Lock: reservation.LockRedis, Guard: reservation.GuardFence}
+	if err := store.CreateScreening(b.Context(), sc); err != nil {
+		b.Fatal(err)
+	}
+	const batch = 14
+	n := 0
+	ws := make([]reservation.Write, batch)
+	for b.Loop() {
+		for i := range ws {
+			n++
+			seat := fmt.Sprintf("S%d", n)
+			ws[i] = reservation.Write{
+				Booking: reservation.Booking{ID: uuid.NewString(), ScreeningID: sc.ID, Seats: []string{seat},
+					Customer: "bench", CreatedAt: time.Now()},
+				TokenHash: []byte("hash"),
+				Guard:     reservation.GuardFence,
+				Fences:    map[string]int64{seat: int64(n)},
+			}
+		}
+		for _, err := range postgres.WriteBatch(b.Context(), store, ws) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*batch), "µs/booking")
 }

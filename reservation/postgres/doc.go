@@ -74,13 +74,15 @@
 //
 // Bookings are not alone under load. Those that come while a batch is on
 // the wire queue up and go out together as the next batch (a second goes
-// out beside the first only once secondBatchAt wait): one round trip,
-// one transaction, one COMMIT for all of them (committer, groupcommit.go,
-// explains it whole). Each booking in it stays all or nothing: it runs as
-// try_book_seats (migration 0004), book_seats in a subtransaction that
-// undoes only its own writes when refused and reports why. Every caller
-// gets its answer once the COMMIT is answered, and a COMMIT that fails or
-// goes unanswered fails, or leaves in doubt, every booking of the batch.
+// out beside the first only once secondBatchAt wait): one statement, one
+// round trip, one transaction and one commit for all of them (committer,
+// groupcommit.go, explains it whole). The statement calls book_batch
+// (migration 0005), which takes the bookings as arrays and runs each as
+// book_seats in a subtransaction that undoes only its own writes when
+// refused and reports why, as one row per booking. Every caller gets its
+// answer once the statement, and so its commit, is answered, and a commit
+// that fails or goes unanswered fails, or leaves in doubt, every booking
+// of the batch.
 // A batch first locks all its seat rows in one order, so that two batches
 // (two instances) cannot deadlock on them.
 //

@@ -25,13 +25,16 @@ import (
 // is sent at once, alone, as the one statement book_seats, exactly as
 // without a committer. Bookings that come while a batch is on the wire
 // queue up, and when it is answered the queue is sent as the next batch,
-// in one pgx batch (one write, one read):
+// as one statement too (one write, one read), its own transaction:
 //
-//	BEGIN
-//	lockBatchSeats            -- every seat of the batch, in one order
-//	SELECT try_book_seats(...) -- one per booking, each all or nothing
-//	...
-//	COMMIT
+//	SELECT code, detail, message FROM book_batch(...) -- one row per booking
+//
+// book_batch (migration 0005) takes the bookings as arrays, locks every
+// seat of the batch in one order, then writes each booking, all or
+// nothing. A batch used to be BEGIN, the seats' lock, one statement per
+// booking and COMMIT, in one pgx batch, each statement bound and run by
+// the server on its own and answered on its own: a third more
+// allocations for the API per batch (docs/benchmarks-loadgen.md).
 //
 // A lone booking thus pays nothing extra, and a busy one waits for at most
 // one batch before its own.
@@ -47,16 +50,18 @@ import (
 // sharing one machine's load each formed batches of 3-4 bookings that way
 // (docs/benchmarks-loadgen.md).
 //
-// Each booking stays all or nothing. try_book_seats (migration 0004) is
-// book_seats run as a subtransaction: a booking the guard refuses undoes
-// its own writes only and reports why as a row, not as an error that would
-// abort the transaction, so the others in the batch go on.
+// Each booking stays all or nothing. book_batch runs each as book_seats
+// in a subtransaction: a booking the guard refuses undoes its own writes
+// only and reports why as its row, not as an error that would abort the
+// transaction, so the others in the batch go on.
 //
 // A 201 still means "committed": every caller gets its answer only once
-// the COMMIT is acknowledged. A COMMIT the server refuses fails every
-// booking of the batch (nothing was written); one that is never answered
-// (the connection died, the batch's deadline passed) leaves every booking
-// in doubt (reservation.ErrWriteInDoubt), as it leaves a lone booking.
+// the statement's commit is acknowledged (the server commits before it
+// says the statement is done). A statement or commit the server refuses
+// fails every booking of the batch (nothing was written); one that is
+// never answered (the connection died, the batch's deadline passed)
+// leaves every booking in doubt (reservation.ErrWriteInDoubt), as it
+// leaves a lone booking.
 //
 // One caller giving up must not fail the others: a batch runs on a context
 // of its own, which ends at the latest deadline of its callers (a caller
@@ -75,7 +80,7 @@ import (
 // batch 2 (another instance) A2 then A1, would each wait for the other
 // until Postgres aborted one after deadlock_timeout. So a batch first locks
 // every seat row it is about to write, in (screening, seat) order, with
-// one statement (lockBatchSeats): every writer of seats then takes its
+// one INSERT (book_batch's first): every writer of seats then takes its
 // row locks in that one order, and no cycle can form among them. Bookings
 // can still wait for each other on an idempotency key (two batches each
 // inserting the other's key); the booking that Postgres picks as the
@@ -247,25 +252,15 @@ func deadlocked(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
 }
 
-// lockBatchSeats locks the rows of every seat a batch is about to write,
-// in (screening, seat) order, creating the rows of seats never written
-// (free, fence 0: what a seat row says after a cancel). WHERE false
-// updates nothing but still locks the row. Seats of unknown screenings are
-// left out, for their bookings to fail alone.
-const lockBatchSeats = `
-INSERT INTO seats AS s (screening_id, seat)
-SELECT DISTINCT w.screening_id, w.seat
-FROM unnest($1::text[], $2::text[]) AS w (screening_id, seat)
-WHERE EXISTS (SELECT FROM screenings sc WHERE sc.id = w.screening_id)
-ORDER BY w.screening_id, w.seat
-ON CONFLICT (screening_id, seat) DO UPDATE SET fence = s.fence WHERE false`
+// bookBatch writes a batch of bookings in one statement, its own
+// transaction (book_batch, migration 0005), and returns one row per
+// booking, in their order: its SQLSTATE (NULL when it was written),
+// detail and message.
+const bookBatch = `SELECT code, detail, message FROM book_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 
-// tryBookSeats is book_seats reporting its outcome (migration 0004).
-const tryBookSeats = `SELECT code, detail, message FROM try_book_seats($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
-
-// writeBatch writes ws, validated, in one transaction and one round trip,
-// and returns the error of Book for each. A batch of one is the statement
-// book_seats alone.
+// writeBatch writes ws, validated, in one statement, one transaction and
+// one round trip, and returns the error of Book for each. A batch of one
+// is the statement book_seats alone.
 func writeBatch(ctx context.Context, pool *pgxpool.Pool, ws []reservation.Write) []error {
 	errs := make([]error, len(ws))
 	conn, err := pool.Acquire(ctx)
@@ -279,29 +274,15 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, ws []reservation.Write)
 		return errs
 	}
 
-	batch := &pgx.Batch{}
-	batch.Queue("BEGIN")
-	var screenings, seats []string
-	for _, w := range ws {
-		for _, seat := range w.Booking.Seats {
-			screenings = append(screenings, w.Booking.ScreeningID)
-			seats = append(seats, seat)
-		}
-	}
-	batch.Queue(lockBatchSeats, screenings, seats)
-	for _, w := range ws {
-		batch.Queue(tryBookSeats, bookArgs(w)...)
-	}
-	batch.Queue("COMMIT")
-
 	outcomes := make([]pgconn.PgError, len(ws))
-	err = readBatch(conn.SendBatch(ctx, batch), outcomes)
+	rows, _ := conn.Query(ctx, bookBatch, batchArgs(ws)...) // its error is rows.Err's
+	err = readBatch(rows, outcomes)
 	switch {
 	case err != nil && sentUnanswered(err):
-		// COMMIT was sent with the rest: it may have run.
+		// The statement commits by itself: it may have run.
 		fill(errs, fmt.Errorf("postgres: book: %w: %w", reservation.ErrWriteInDoubt, err))
 	case err != nil:
-		// The server refused a statement or the COMMIT: nothing was
+		// The server refused the statement or its commit: nothing was
 		// written.
 		fill(errs, bookError(err))
 	default:
@@ -314,33 +295,71 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, ws []reservation.Write)
 	return errs
 }
 
-// readBatch reads the answers to writeBatch's batch, storing each
-// booking's outcome (Code "" when it was written), and returns the first
-// error: a statement's, or the COMMIT's.
-func readBatch(results pgx.BatchResults, outcomes []pgconn.PgError) error {
-	defer results.Close()
-	for range 2 { // BEGIN, lockBatchSeats
-		if _, err := results.Exec(); err != nil {
-			return err
+// batchArgs are the arguments of book_batch for ws: bookArgs of each
+// write, one array per argument, but for the seats and their fences, which
+// are flat, each booking's after the one before, with each booking's
+// count of seats and each seat's screening.
+func batchArgs(ws []reservation.Write) []any {
+	n := len(ws)
+	var (
+		ids, screenings, customers         = make([]string, n), make([]string, n), make([]string, n)
+		seatCounts                         = make([]int32, n)
+		seatScreenings, seats              []string
+		fences                             []int64
+		tokenHashes                        = make([][]byte, n)
+		createdAts                         = make([]time.Time, n)
+		idemKeys, idemRequests, idemSealed = make([][]byte, n), make([][]byte, n), make([][]byte, n)
+		idemAts                            = make([]*time.Time, n)
+		blind                              = make([]bool, n)
+	)
+	for i, w := range ws {
+		b := w.Booking
+		ids[i], screenings[i], customers[i], seatCounts[i] = b.ID, b.ScreeningID, b.Customer, int32(len(b.Seats))
+		for _, seat := range b.Seats {
+			seatScreenings = append(seatScreenings, b.ScreeningID)
+			seats = append(seats, seat)
+			fences = append(fences, w.Fences[seat])
 		}
+		tokenHashes[i], createdAts[i] = w.TokenHash, b.CreatedAt
+		if rec := w.Idempotency; rec != nil {
+			idemKeys[i], idemRequests[i], idemSealed[i], idemAts[i] = rec.KeyHash, rec.RequestHash, rec.SealedToken, &rec.CreatedAt
+		}
+		blind[i] = w.Guard == reservation.GuardOff
 	}
-	for i := range outcomes {
+	return []any{ids, screenings, customers, seatCounts, seatScreenings, seats, fences,
+		tokenHashes, createdAts, idemKeys, idemRequests, idemSealed, idemAts, blind}
+}
+
+// readBatch reads the answer to bookBatch, storing each booking's outcome
+// (Code "" when it was written), and returns the statement's error, its
+// commit's included: pgx reads the answer up to the server's "ready",
+// which comes after the commit. An answer it cannot read, or one with a
+// row too many or too few (neither can happen), fails as unanswered: the
+// statement may have committed.
+func readBatch(rows pgx.Rows, outcomes []pgconn.PgError) error {
+	defer rows.Close()
+	i := 0
+	for rows.Next() {
+		if i == len(outcomes) { // cannot happen: one row per booking
+			return fmt.Errorf("postgres: book: more outcomes than bookings")
+		}
 		var code, detail, message *string
-		if err := results.QueryRow().Scan(&code, &detail, &message); err != nil {
+		if err := rows.Scan(&code, &detail, &message); err != nil {
 			return err
 		}
 		if code != nil {
 			outcomes[i] = pgconn.PgError{Severity: "ERROR", Code: *code, Detail: *detail, Message: *message}
 		}
+		i++
 	}
-	tag, err := results.Exec()
-	if err != nil {
+	rows.Close()
+	if err := rows.Err(); err != nil {
 		return err
 	}
-	if tag.String() != "COMMIT" { // cannot happen: an aborted batch stops at its error
-		return pgx.ErrTxCommitRollback
+	if i != len(outcomes) { // cannot happen either
+		return fmt.Errorf("postgres: book: %d outcomes for %d bookings", i, len(outcomes))
 	}
-	return results.Close()
+	return nil
 }
 
 func fill(errs []error, err error) {

@@ -311,7 +311,8 @@ func book(ctx context.Context, q execer, w reservation.Write) error {
 	return err
 }
 
-// bookArgs are the arguments of book_seats (and try_book_seats) for w.
+// bookArgs are the arguments of book_seats for w (batchArgs, of a batch's
+// book_batch, has one array of each).
 func bookArgs(w reservation.Write) []any {
 	b := w.Booking
 	fences := make([]int64, len(b.Seats))
