@@ -19,6 +19,14 @@
 -- taken (the counters are 0 without fencing); or {0, pttl} when a key is
 -- held, pttl being what is left of its lease in milliseconds (-1: none).
 --
+-- A held key is marked as waited for: "+" is written after the holder's
+-- token (at the length of ours, which is the length of every owner token),
+-- and release.lua publishes the release of a marked key only. The mark is
+-- written in the same step as the look that found the key held, so a
+-- waiter that looks again once it is subscribed leaves the mark on the
+-- holder it waits for on this node, whoever that is by then (see Waiting
+-- in doc.go). Writing it again changes nothing.
+--
 -- Each key is taken with SET NX PX, which takes a free key and leaves a
 -- held one alone. When a key turns out to be held, the keys this call took
 -- before it are deleted again; a script runs with nothing else in
@@ -30,6 +38,7 @@ for i = 1, #KEYS, 2 do
     for j = 1, i - 2, 2 do
       redis.call("DEL", KEYS[j])
     end
+    redis.call("SETRANGE", KEYS[i], #ARGV[1], "+")
     return {0, redis.call("PTTL", KEYS[i])}
   end
 end

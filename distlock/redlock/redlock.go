@@ -262,7 +262,7 @@ func (l *Locker) watch(ks *keySet) *waiter {
 	w := &waiter{wake: make(chan struct{}, 1)}
 	for _, s := range l.subs {
 		if s != nil {
-			w.watches = append(w.watches, s.Watch(ks.channels, w.wake))
+			w.watches = append(w.watches, s.Watch(ks.lockKeys, w.wake))
 		}
 	}
 	return w
@@ -492,7 +492,7 @@ func (l *Locker) raise(ctx context.Context, ks *keySet, token string, fences []i
 // every key was still held and is now deleted, and the errors of the nodes
 // that failed.
 func (l *Locker) releaseAll(ctx context.Context, ks *keySet, token string) (held int, failed []error) {
-	args := ks.releaseArgs(token)
+	args := []any{token} // one slice for every node
 	replies := fanOut(ctx, l, func(ctx context.Context, _ int, node *batch.Batcher) (int, error) {
 		return node.Run(ctx, releaseScript, ks.lockKeys, args...).Int()
 	})
@@ -560,35 +560,27 @@ func fanOut[T any](ctx context.Context, l *Locker, call func(ctx context.Context
 // same on every node.
 type keySet struct {
 	keys        []string // the caller's keys, without duplicates, in order
-	lockKeys    []string // lockKeys[i] holds the owner token of keys[i]
+	lockKeys    []string // lockKeys[i] holds the owner token of keys[i]; its releases are published on a channel of its name
 	acquireKeys []string // pairs of (lock key, fence counter)
-	channels    []string // channels[i] announces the releases of keys[i]
-}
-
-// releaseArgs returns release.lua's ARGV: the owner token, then the
-// channels.
-func (ks *keySet) releaseArgs(token string) []any {
-	args := make([]any, 0, 1+len(ks.channels))
-	args = append(args, token)
-	for _, c := range ks.channels {
-		args = append(args, c)
-	}
-	return args
 }
 
 func (l *Locker) keySet(keys []string) (*keySet, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("redlock: Obtain needs at least one key")
 	}
-	ks := &keySet{}
+	ks := &keySet{
+		keys:        make([]string, 0, len(keys)),
+		lockKeys:    make([]string, 0, len(keys)),
+		acquireKeys: make([]string, 0, 2*len(keys)),
+	}
 	for _, k := range keys {
 		if slices.Contains(ks.keys, k) { // a lock has a handful of keys: no map needed
 			continue
 		}
+		lockKey := l.lockKey(k)
 		ks.keys = append(ks.keys, k)
-		ks.lockKeys = append(ks.lockKeys, l.lockKey(k))
-		ks.acquireKeys = append(ks.acquireKeys, l.lockKey(k), l.fenceKey(k))
-		ks.channels = append(ks.channels, l.opts.Prefix+"released:"+k)
+		ks.lockKeys = append(ks.lockKeys, lockKey)
+		ks.acquireKeys = append(ks.acquireKeys, lockKey, l.fenceKey(k))
 	}
 	return ks, nil
 }
