@@ -358,7 +358,7 @@ func (l *Locker) attempt(ctx context.Context, ks *keySet) attemptResult {
 	// acquire.lua).
 	args := l.acquireArgs(token)
 	replies := fanOut(ctx, l, func(ctx context.Context, _ int, node *batch.Batcher) ([]int64, error) {
-		return node.Run(ctx, acquireScript, ks.acquireKeys, args...).Int64Slice()
+		return acquire(ctx, node, ks.acquireKeys, args)
 	})
 
 	res := attemptResult{pttl: -1}
@@ -430,7 +430,7 @@ func (l *Locker) topUp(ctx context.Context, lk *lock, refused []int, wait func(c
 			if !slices.Contains(refused, i) {
 				return nil, nil // granted already, or failed: not for now
 			}
-			return node.Run(ctx, acquireScript, lk.ks.acquireKeys, args...).Int64Slice()
+			return acquire(ctx, node, lk.ks.acquireKeys, args)
 		})
 		still := refused[:0]
 		for _, i := range refused {
@@ -446,6 +446,32 @@ func (l *Locker) topUp(ctx context.Context, lk *lock, refused []int, wait func(c
 			return
 		}
 	}
+}
+
+// acquire runs acquire.lua on node and returns its reply as a list:
+// {1, counter_1, ...} when it took every key, {0, pttl} when a key was
+// held. The script answers a bare counter for one key taken, which spares
+// the node a Lua table per grant, the common case.
+func acquire(ctx context.Context, node *batch.Batcher, keys []string, args []any) ([]int64, error) {
+	v, err := node.Run(ctx, acquireScript, keys, args...).Result()
+	if err != nil {
+		return nil, err
+	}
+	switch v := v.(type) {
+	case int64:
+		return []int64{1, v}, nil
+	case []any:
+		list := make([]int64, len(v))
+		for i, e := range v {
+			n, ok := e.(int64)
+			if !ok {
+				return nil, fmt.Errorf("redlock: acquire answered %v", v)
+			}
+			list[i] = n
+		}
+		return list, nil
+	}
+	return nil, fmt.Errorf("redlock: acquire answered %v", v)
 }
 
 // agreeingQuorum reports whether a quorum of the granting nodes already
