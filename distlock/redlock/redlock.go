@@ -116,6 +116,7 @@ type Options struct {
 // done with it: it stops the pub/sub connections that wake waiters.
 type Locker struct {
 	nodes  []*batch.Batcher       // nodes[i] runs the scripts on node i, batching concurrent calls
+	calls  callers                // the goroutines that make fanOut's calls
 	subs   []*releases.Subscriber // subs[i] carries node i's releases; nil if its client cannot subscribe
 	opts   Options                // with defaults applied
 	lease  lockstate.Lease        // how a holder counts opts.TTL
@@ -187,15 +188,18 @@ func New(clients []Client, opts Options) *Locker {
 	return l
 }
 
-// Close stops the pub/sub connections that wake waiting Obtains, and waits
-// for their goroutines. Obtains still waiting then poll; locks and their
-// watchdogs are not affected.
+// Close stops the pub/sub connections that wake waiting Obtains, and the
+// goroutines kept for calls to the nodes, and waits for their goroutines.
+// Obtains still waiting then poll; locks and their watchdogs are not
+// affected, and calls to the nodes after Close start goroutines of their
+// own.
 func (l *Locker) Close() error {
 	for _, s := range l.subs {
 		if s != nil {
 			s.Close()
 		}
 	}
+	l.calls.close()
 	return nil
 }
 
@@ -561,9 +565,9 @@ type reply[T any] struct {
 
 // fanOut runs call on every node at once, each with its own deadline of
 // NodeTimeout from when its call starts (on a loaded machine the calls do
-// not all start at once), and waits for all of them: the goroutines it
-// starts end before it returns. The calling goroutine makes the last call
-// itself. replies[i] is the answer of node i.
+// not all start at once), and waits for all of them. The calling goroutine
+// makes the last call itself, the Locker's callers the others.
+// replies[i] is the answer of node i.
 func fanOut[T any](ctx context.Context, l *Locker, call func(ctx context.Context, i int, node *batch.Batcher) (T, error)) []reply[T] {
 	replies := make([]reply[T], len(l.nodes))
 	one := func(i int, node *batch.Batcher) {
@@ -574,8 +578,12 @@ func fanOut[T any](ctx context.Context, l *Locker, call func(ctx context.Context
 	}
 	last := len(l.nodes) - 1
 	var wg sync.WaitGroup
+	wg.Add(last)
 	for i, node := range l.nodes[:last] {
-		wg.Go(func() { one(i, node) })
+		l.calls.run(func() {
+			defer wg.Done()
+			one(i, node)
+		})
 	}
 	one(last, l.nodes[last])
 	wg.Wait()
