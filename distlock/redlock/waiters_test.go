@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/distlock/redlock"
+	"github.com/seatlock/seatlock/internal/testenv"
 )
 
 // A node publishes a release only when somebody failed to take the key
@@ -16,19 +17,6 @@ import (
 // a marked key only). TestReleaseWakesWaiter holds the wake-up to it; these
 // tests hold the rest: no PUBLISH when nobody waited, and a marked lock
 // still its holder's, to refresh, raise and release.
-
-// nextMessage returns the payload of the next message on ps, failing t
-// after 10 seconds.
-func nextMessage(t *testing.T, ps *redis.PubSub) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	msg, err := ps.ReceiveMessage(ctx)
-	if err != nil {
-		t.Fatalf("receive: %v", err)
-	}
-	return msg.Payload
-}
 
 func TestReleasePublishesOnlyWhenWaitedFor(t *testing.T) {
 	servers := startServers(t, 3)
@@ -62,9 +50,9 @@ func TestReleasePublishesOnlyWhenWaitedFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	publishMarker("after the uncontended release")
-	if got := nextMessage(t, ps); got != "after the uncontended release" {
+	if got := testenv.NextMessage(t, ps); got != "after the uncontended release" {
 		t.Errorf("a release nobody waited for published %q", got)
-		nextMessage(t, ps)
+		testenv.NextMessage(t, ps)
 	}
 
 	lock, err = holder.TryObtain(t.Context(), key)
@@ -78,7 +66,7 @@ func TestReleasePublishesOnlyWhenWaitedFor(t *testing.T) {
 		t.Fatalf("Release after another locker failed to take the key: %v", err)
 	}
 	publishMarker("after the waited-for release")
-	if got := nextMessage(t, ps); got == "after the waited-for release" {
+	if got := testenv.NextMessage(t, ps); got == "after the waited-for release" {
 		t.Errorf("a release after a failed attempt on the key published nothing")
 	}
 }
@@ -114,27 +102,16 @@ func TestMarkedLockStaysHeld(t *testing.T) {
 	_ = again.Release(t.Context())
 }
 
-// markAfterAcquire is a go-redis hook that marks key on its node, as a
-// waiter refused there would, right after each acquire script that
-// granted it: between the grant and the raise round.
-type markAfterAcquire struct {
-	marker  *redis.Client // another client on the same node
-	lockKey string
-}
-
-func (h *markAfterAcquire) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *markAfterAcquire) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (h *markAfterAcquire) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if args := cmd.Args(); err == nil && len(args) > 3 && args[1] == redlock.AcquireScriptHashForTest() && args[3] == h.lockKey {
+// markAfterAcquire returns a go-redis hook that marks lockKey through
+// marker, another client on the same node, as a waiter refused there
+// would, right after each acquire script that granted it: between the
+// grant and the raise round.
+func markAfterAcquire(marker *redis.Client, lockKey string) testenv.AfterCommand {
+	return func(ctx context.Context, cmd redis.Cmder, err error) error {
+		// EVALSHA sha 2 lockKey fenceKey token ...
+		if args := cmd.Args(); err == nil && len(args) > 5 && args[1] == redlock.AcquireScriptHashForTest() && args[3] == lockKey {
 			token := args[5].(string)
-			if err := h.marker.SetRange(ctx, h.lockKey, int64(len(token)), "+").Err(); err != nil {
-				return err
-			}
+			return marker.SetRange(ctx, lockKey, int64(len(token)), "+").Err()
 		}
 		return err
 	}
@@ -162,7 +139,7 @@ func TestRaiseOnMarkedLock(t *testing.T) {
 	cs := make([]redlock.Client, len(servers))
 	for i, s := range servers {
 		c := s.client(t)
-		c.AddHook(&markAfterAcquire{marker: s.client(t), lockKey: lockKey})
+		c.AddHook(markAfterAcquire(s.client(t), lockKey))
 		cs[i] = c
 	}
 	locker := redlock.New(cs, testOptions())
