@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/internal/testenv"
 )
 
 // A release is published only when somebody failed to take the key while
@@ -21,19 +22,6 @@ import (
 // pollForever is a backoff no test waits out: a waiter that gets its key
 // within a test was woken by a release, not by its polling.
 const pollForever = time.Minute
-
-// nextMessage returns the payload of the next message on ps, failing t
-// after 10 seconds.
-func nextMessage(t *testing.T, ps *redis.PubSub) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	msg, err := ps.ReceiveMessage(ctx)
-	if err != nil {
-		t.Fatalf("receive: %v", err)
-	}
-	return msg.Payload
-}
 
 func TestRedisReleasePublishesOnlyWhenWaitedFor(t *testing.T) {
 	prefix := testPrefix(t)
@@ -67,9 +55,9 @@ func TestRedisReleasePublishesOnlyWhenWaitedFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	publishMarker("after the uncontended release")
-	if got := nextMessage(t, ps); got != "after the uncontended release" {
+	if got := testenv.NextMessage(t, ps); got != "after the uncontended release" {
 		t.Errorf("a release nobody waited for published %q", got)
-		nextMessage(t, ps)
+		testenv.NextMessage(t, ps)
 	}
 
 	lock, err = holder.TryObtain(ctx, key)
@@ -83,7 +71,7 @@ func TestRedisReleasePublishesOnlyWhenWaitedFor(t *testing.T) {
 		t.Fatalf("Release after another locker failed to take the key: %v", err)
 	}
 	publishMarker("after the waited-for release")
-	if got := nextMessage(t, ps); got == "after the waited-for release" {
+	if got := testenv.NextMessage(t, ps); got == "after the waited-for release" {
 		t.Errorf("a release after a failed attempt on the key published nothing")
 	}
 }

@@ -15,9 +15,19 @@
 -- clock is the client's, not the node's, so that nodes whose counters
 -- agreed before agree after, and no raise round is needed.
 --
--- Returns {1, counter_1, counter_2, ...} when every key was free and is now
--- taken (the counters are 0 without fencing); or {0, pttl} when a key is
--- held, pttl being what is left of its lease in milliseconds (-1: none).
+-- Returns the counter alone when the one key of the call was free and is
+-- now taken, or {1, counter_1, counter_2, ...} for several keys (the
+-- counters are 0 without fencing); or {0, pttl} when a key is held, pttl
+-- being what is left of its lease in milliseconds (-1: none). One key is
+-- the common case and takes the short way: no table built for the reply.
+--
+-- A held key is marked as waited for: "+" is written after the holder's
+-- token (at the length of ours, which is the length of every owner token),
+-- and release.lua publishes the release of a marked key only. The mark is
+-- written in the same step as the look that found the key held, so a
+-- waiter that looks again once it is subscribed leaves the mark on the
+-- holder it waits for on this node, whoever that is by then (see Waiting
+-- in doc.go). Writing it again changes nothing.
 --
 -- Each key is taken with SET NX PX, which takes a free key and leaves a
 -- held one alone. When a key turns out to be held, the keys this call took
@@ -30,22 +40,29 @@ for i = 1, #KEYS, 2 do
     for j = 1, i - 2, 2 do
       redis.call("DEL", KEYS[j])
     end
+    redis.call("SETRANGE", KEYS[i], #ARGV[1], "+")
     return {0, redis.call("PTTL", KEYS[i])}
   end
 end
 
-local now = tonumber(ARGV[4])
-local reply = {1}
-for i = 1, #KEYS, 2 do
-  if ARGV[3] == "1" then
-    local fence = redis.call("INCR", KEYS[i + 1])
-    if fence < now - 1000000 then
-      fence = now
-      redis.call("SET", KEYS[i + 1], string.format("%.0f", fence))
-    end
-    reply[#reply + 1] = fence
-  else
-    reply[#reply + 1] = 0
+local function fence(counter)
+  if ARGV[3] ~= "1" then
+    return 0
   end
+  local token = redis.call("INCR", counter)
+  local now = tonumber(ARGV[4])
+  if token < now - 1000000 then
+    token = now
+    redis.call("SET", counter, string.format("%.0f", token))
+  end
+  return token
+end
+
+if #KEYS == 2 then
+  return fence(KEYS[2])
+end
+local reply = {1}
+for i = 2, #KEYS, 2 do
+  reply[#reply + 1] = fence(KEYS[i])
 end
 return reply

@@ -93,17 +93,24 @@
 // alone, never queued: they are what keeps a held lock valid. Fencing
 // adds a second round trip to Obtain when the nodes' fence counters
 // disagree, and an Obtain won while some node still refused adds a round
-// trip to those nodes (see Waiting). A release also publishes on every
-// node, inside its script: work for the nodes, no round trip.
+// trip to those nodes (see Waiting). A release publishes on a node, inside its
+// script, only when somebody failed to take a key there while it was held
+// (see Waiting): an uncontended release is a compare and delete.
 //
 // # Waiting
 //
-// The release script of every node publishes on a channel per key it
-// deleted. A waiting Obtain, after its first failed attempt, subscribes to
-// its keys' channels on every node, tries once more when the nodes
-// confirm the subscriptions (a release before would otherwise go unseen),
-// and then tries whenever any node publishes: the first node to release
-// wakes it, and a wake-up that comes while it is trying is kept, so an
+// An attempt that finds a key held on a node marks it there as waited
+// for, in the same script and the same step: "+" after the holder's owner
+// token, which is still the holder's, to refresh and release. The release
+// script of every node publishes, on a channel named like the lock key,
+// the release of each marked key it deleted, and of no other: a lock
+// nobody waited for costs the nodes no PUBLISH. A waiting Obtain, after
+// its first failed attempt, subscribes to its keys' channels on every
+// node, tries once more when the nodes confirm the subscriptions (a
+// release before would otherwise go unseen), and then tries whenever any
+// node publishes: each of those attempts marks the keys it finds held,
+// whoever holds them by then, so the holder it waits for publishes its
+// release; the first node to release wakes it, and a wake-up that comes while it is trying is kept, so an
 // attempt that raced the holder's release on the other nodes is followed
 // at once by another. A lease that runs out publishes nothing: that is
 // noticed by the backoff, which never outlasts the shortest lease left on
@@ -112,6 +119,13 @@
 // Redis backend's), subscribed to a channel only while somebody waits on it; Close
 // stops those connections. Through a client that cannot subscribe,
 // waiters of that node poll.
+//
+// Earlier versions of this package announced every release, on a channel
+// "<prefix>released:<key>", and never marked a key. Do not run the two
+// side by side on the same nodes: an older holder neither raises nor
+// releases a key a newer waiter marked (its Obtain fails, or the key waits
+// out its lease), and older waiters hear no release and poll. Stop every
+// older instance before a newer one takes locks.
 //
 // Waiters woken together split the vote more often than waiters that poll
 // at jittered times: one wins on a bare quorum, and the nodes it lost

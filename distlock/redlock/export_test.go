@@ -7,3 +7,6 @@ func (l *Locker) LockKeyForTest(key string) string { return l.lockKey(key) }
 // FenceKeyForTest returns the Redis key, on every node, of key's fence
 // counter.
 func (l *Locker) FenceKeyForTest(key string) string { return l.fenceKey(key) }
+
+// AcquireScriptHashForTest returns the SHA1 with which acquire.lua runs.
+func AcquireScriptHashForTest() string { return acquireScript.Hash() }

@@ -7,10 +7,13 @@
 -- ARGV[1] is the owner token, ARGV[1 + n] the fencing token of the n-th key.
 --
 -- Returns 1 when every counter is at least its token now, 0 when some lock
--- key no longer holds the owner token (then nothing was written).
+-- key no longer holds the owner token (then nothing was written). A lock
+-- key that holds the token followed by "+", the mark of a waiter (see
+-- acquire.lua), still holds it.
 
 for i = 1, #KEYS, 2 do
-  if redis.call("GET", KEYS[i]) ~= ARGV[1] then
+  local value = redis.call("GET", KEYS[i])
+  if value ~= ARGV[1] and value ~= ARGV[1] .. "+" then
     return 0
   end
 end

@@ -116,6 +116,7 @@ type Options struct {
 // done with it: it stops the pub/sub connections that wake waiters.
 type Locker struct {
 	nodes  []*batch.Batcher       // nodes[i] runs the scripts on node i, batching concurrent calls
+	calls  callers                // the goroutines that make fanOut's calls
 	subs   []*releases.Subscriber // subs[i] carries node i's releases; nil if its client cannot subscribe
 	opts   Options                // with defaults applied
 	lease  lockstate.Lease        // how a holder counts opts.TTL
@@ -187,15 +188,18 @@ func New(clients []Client, opts Options) *Locker {
 	return l
 }
 
-// Close stops the pub/sub connections that wake waiting Obtains, and waits
-// for their goroutines. Obtains still waiting then poll; locks and their
-// watchdogs are not affected.
+// Close stops the pub/sub connections that wake waiting Obtains, and the
+// goroutines kept for calls to the nodes, and waits for their goroutines.
+// Obtains still waiting then poll; locks and their watchdogs are not
+// affected, and calls to the nodes after Close start goroutines of their
+// own.
 func (l *Locker) Close() error {
 	for _, s := range l.subs {
 		if s != nil {
 			s.Close()
 		}
 	}
+	l.calls.close()
 	return nil
 }
 
@@ -262,7 +266,7 @@ func (l *Locker) watch(ks *keySet) *waiter {
 	w := &waiter{wake: make(chan struct{}, 1)}
 	for _, s := range l.subs {
 		if s != nil {
-			w.watches = append(w.watches, s.Watch(ks.channels, w.wake))
+			w.watches = append(w.watches, s.Watch(ks.lockKeys, w.wake))
 		}
 	}
 	return w
@@ -358,7 +362,7 @@ func (l *Locker) attempt(ctx context.Context, ks *keySet) attemptResult {
 	// acquire.lua).
 	args := l.acquireArgs(token)
 	replies := fanOut(ctx, l, func(ctx context.Context, _ int, node *batch.Batcher) ([]int64, error) {
-		return node.Run(ctx, acquireScript, ks.acquireKeys, args...).Int64Slice()
+		return acquire(ctx, node, ks.acquireKeys, args)
 	})
 
 	res := attemptResult{pttl: -1}
@@ -430,7 +434,7 @@ func (l *Locker) topUp(ctx context.Context, lk *lock, refused []int, wait func(c
 			if !slices.Contains(refused, i) {
 				return nil, nil // granted already, or failed: not for now
 			}
-			return node.Run(ctx, acquireScript, lk.ks.acquireKeys, args...).Int64Slice()
+			return acquire(ctx, node, lk.ks.acquireKeys, args)
 		})
 		still := refused[:0]
 		for _, i := range refused {
@@ -446,6 +450,32 @@ func (l *Locker) topUp(ctx context.Context, lk *lock, refused []int, wait func(c
 			return
 		}
 	}
+}
+
+// acquire runs acquire.lua on node and returns its reply as a list:
+// {1, counter_1, ...} when it took every key, {0, pttl} when a key was
+// held. The script answers a bare counter for one key taken, which spares
+// the node a Lua table per grant, the common case.
+func acquire(ctx context.Context, node *batch.Batcher, keys []string, args []any) ([]int64, error) {
+	v, err := node.Run(ctx, acquireScript, keys, args...).Result()
+	if err != nil {
+		return nil, err
+	}
+	switch v := v.(type) {
+	case int64:
+		return []int64{1, v}, nil
+	case []any:
+		list := make([]int64, len(v))
+		for i, e := range v {
+			n, ok := e.(int64)
+			if !ok {
+				return nil, fmt.Errorf("redlock: acquire answered %v", v)
+			}
+			list[i] = n
+		}
+		return list, nil
+	}
+	return nil, fmt.Errorf("redlock: acquire answered %v", v)
 }
 
 // agreeingQuorum reports whether a quorum of the granting nodes already
@@ -492,7 +522,7 @@ func (l *Locker) raise(ctx context.Context, ks *keySet, token string, fences []i
 // every key was still held and is now deleted, and the errors of the nodes
 // that failed.
 func (l *Locker) releaseAll(ctx context.Context, ks *keySet, token string) (held int, failed []error) {
-	args := ks.releaseArgs(token)
+	args := []any{token} // one slice for every node
 	replies := fanOut(ctx, l, func(ctx context.Context, _ int, node *batch.Batcher) (int, error) {
 		return node.Run(ctx, releaseScript, ks.lockKeys, args...).Int()
 	})
@@ -535,9 +565,9 @@ type reply[T any] struct {
 
 // fanOut runs call on every node at once, each with its own deadline of
 // NodeTimeout from when its call starts (on a loaded machine the calls do
-// not all start at once), and waits for all of them: the goroutines it
-// starts end before it returns. The calling goroutine makes the last call
-// itself. replies[i] is the answer of node i.
+// not all start at once), and waits for all of them. The calling goroutine
+// makes the last call itself, the Locker's callers the others.
+// replies[i] is the answer of node i.
 func fanOut[T any](ctx context.Context, l *Locker, call func(ctx context.Context, i int, node *batch.Batcher) (T, error)) []reply[T] {
 	replies := make([]reply[T], len(l.nodes))
 	one := func(i int, node *batch.Batcher) {
@@ -548,8 +578,12 @@ func fanOut[T any](ctx context.Context, l *Locker, call func(ctx context.Context
 	}
 	last := len(l.nodes) - 1
 	var wg sync.WaitGroup
+	wg.Add(last)
 	for i, node := range l.nodes[:last] {
-		wg.Go(func() { one(i, node) })
+		l.calls.run(func() {
+			defer wg.Done()
+			one(i, node)
+		})
 	}
 	one(last, l.nodes[last])
 	wg.Wait()
@@ -560,35 +594,27 @@ func fanOut[T any](ctx context.Context, l *Locker, call func(ctx context.Context
 // same on every node.
 type keySet struct {
 	keys        []string // the caller's keys, without duplicates, in order
-	lockKeys    []string // lockKeys[i] holds the owner token of keys[i]
+	lockKeys    []string // lockKeys[i] holds the owner token of keys[i]; its releases are published on a channel of its name
 	acquireKeys []string // pairs of (lock key, fence counter)
-	channels    []string // channels[i] announces the releases of keys[i]
-}
-
-// releaseArgs returns release.lua's ARGV: the owner token, then the
-// channels.
-func (ks *keySet) releaseArgs(token string) []any {
-	args := make([]any, 0, 1+len(ks.channels))
-	args = append(args, token)
-	for _, c := range ks.channels {
-		args = append(args, c)
-	}
-	return args
 }
 
 func (l *Locker) keySet(keys []string) (*keySet, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("redlock: Obtain needs at least one key")
 	}
-	ks := &keySet{}
+	ks := &keySet{
+		keys:        make([]string, 0, len(keys)),
+		lockKeys:    make([]string, 0, len(keys)),
+		acquireKeys: make([]string, 0, 2*len(keys)),
+	}
 	for _, k := range keys {
 		if slices.Contains(ks.keys, k) { // a lock has a handful of keys: no map needed
 			continue
 		}
+		lockKey := l.lockKey(k)
 		ks.keys = append(ks.keys, k)
-		ks.lockKeys = append(ks.lockKeys, l.lockKey(k))
-		ks.acquireKeys = append(ks.acquireKeys, l.lockKey(k), l.fenceKey(k))
-		ks.channels = append(ks.channels, l.opts.Prefix+"released:"+k)
+		ks.lockKeys = append(ks.lockKeys, lockKey)
+		ks.acquireKeys = append(ks.acquireKeys, lockKey, l.fenceKey(k))
 	}
 	return ks, nil
 }

@@ -5,9 +5,9 @@
 -- KEYS are lock keys, ARGV[1] the owner token, ARGV[2] the lease in
 -- milliseconds.
 --
--- A key of the Redis backend may hold the token followed by "+": the mark
--- of a waiter (see distlock's acquire.lua). That is still the caller's
--- lock. Redlock's keys are never marked.
+-- A key may hold the token followed by "+": the mark of a waiter (see the
+-- acquire.lua of distlock and of Redlock). That is still the caller's
+-- lock.
 --
 -- Returns 1 when every lease was extended, 0 when some key is gone or held
 -- by another owner (then nothing was extended).
