@@ -241,7 +241,9 @@ func TestRunLostAnswers(t *testing.T) {
 }
 
 func TestRunUnreachableTargetExitsTwo(t *testing.T) {
-	addr := freeAddr(t)
+	// Port 1 needs root to bind, so no other test's server can answer
+	// there during the wait, as one could on a port freed a moment ago.
+	const addr = "127.0.0.1:1"
 	began := time.Now()
 	code, stdout, stderr := runLoadgen(t, nil, "-targets", "http://"+addr, "-requests", "10")
 	if code != 2 {
@@ -284,7 +286,7 @@ func TestRunWaitsForATargetStillStarting(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address nothing listens on.
+// freeAddr returns a loopback address nothing listened on a moment ago.
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
