@@ -93,9 +93,10 @@
 // alone, never queued: they are what keeps a held lock valid. Fencing
 // adds a second round trip to Obtain when the nodes' fence counters
 // disagree, and an Obtain won while some node still refused adds a round
-// trip to those nodes (see Waiting). A release publishes on a node, inside its
-// script, only when somebody failed to take a key there while it was held
-// (see Waiting): an uncontended release is a compare and delete.
+// trip to those nodes (see Waiting). A release publishes on a node,
+// inside its script, only when somebody failed to take a key there while
+// it was held (see Waiting): an uncontended release is a compare and
+// delete.
 //
 // # Waiting
 //
@@ -110,14 +111,15 @@
 // release before would otherwise go unseen), and then tries whenever any
 // node publishes: each of those attempts marks the keys it finds held,
 // whoever holds them by then, so the holder it waits for publishes its
-// release; the first node to release wakes it, and a wake-up that comes while it is trying is kept, so an
-// attempt that raced the holder's release on the other nodes is followed
-// at once by another. A lease that runs out publishes nothing: that is
-// noticed by the backoff, which never outlasts the shortest lease left on
-// a node that refused. Each node's client carries the waiters of a Locker
-// over one pub/sub connection of its own (made by the same package as the
-// Redis backend's), subscribed to a channel only while somebody waits on it; Close
-// stops those connections. Through a client that cannot subscribe,
+// release; the first node to release wakes it, and a wake-up that comes
+// while it is trying is kept, so an attempt that raced the holder's
+// release on the other nodes is followed at once by another. A lease
+// that runs out publishes nothing: that is noticed by the backoff, which
+// never outlasts the shortest lease left on a node that refused. Each
+// node's client carries the waiters of a Locker over one pub/sub
+// connection of its own (made by the same package as the Redis
+// backend's), subscribed to a channel only while somebody waits on it;
+// Close stops those connections. Through a client that cannot subscribe,
 // waiters of that node poll.
 //
 // Earlier versions of this package announced every release, on a channel
