@@ -13,16 +13,24 @@ import (
 	"github.com/seatlock/seatlock/reservation/postgres"
 )
 
-// BenchmarkBook measures fenced bookings of free seats, one and four seats
-// at a time, from parallel goroutines: the store's common path (begin, one
-// batch, commit).
-func BenchmarkBook(b *testing.B) {
+// benchScreening opens a store on a fresh database with one fenced
+// screening, whose seats the benchmarks name themselves (the store checks
+// only that the screening exists).
+func benchScreening(b *testing.B) (*postgres.Store, reservation.Screening) {
 	store := open(b, testenv.NewDatabase(b))
 	sc := reservation.Screening{ID: "bench", Movie: "M", StartsAt: time.Now(), Rows: 1, SeatsPerRow: 1,
 		Lock: reservation.LockRedis, Guard: reservation.GuardFence}
 	if err := store.CreateScreening(b.Context(), sc); err != nil {
 		b.Fatal(err)
 	}
+	return store, sc
+}
+
+// BenchmarkBook measures fenced bookings of free seats, one and four seats
+// at a time, from parallel goroutines: the store's common path (begin, one
+// batch, commit).
+func BenchmarkBook(b *testing.B) {
+	store, sc := benchScreening(b)
 	var next atomic.Int64 // numbers seats; b.Run may call its function more than once
 	for _, seats := range []int{1, 4} {
 		b.Run(fmt.Sprintf("seats=%d", seats), func(b *testing.B) {
@@ -63,12 +71,7 @@ func BenchmarkBook(b *testing.B) {
 // fixed cost of a batch shows as the difference between the sizes
 // (docs/benchmarks-loadgen.md).
 func BenchmarkWriteBatch(b *testing.B) {
-	store := open(b, testenv.NewDatabase(b))
-	sc := reservation.Screening{ID: "bench", Movie: "M", StartsAt: time.Now(), Rows: 1, SeatsPerRow: 1,
-		Lock: reservation.LockRedis, Guard: reservation.GuardFence}
-	if err := store.CreateScreening(b.Context(), sc); err != nil {
-		b.Fatal(err)
-	}
+	store, sc := benchScreening(b)
 	n := 0 // seats written so far: every booking takes a new one
 	for _, batch := range []int{1, 6, 14, 24} {
 		b.Run(fmt.Sprintf("bookings=%d", batch), func(b *testing.B) {
