@@ -48,6 +48,11 @@
 #   MULTI_ENV   settings of each of part 2's three instances, such as
 #               "GOMAXPROCS=1" (README: several instances on one machine);
 #               default none
+#   SHARE       default 0; 1 adds to part 2 a run of one instance with a
+#               third of the clients, the share each of the three instances
+#               gets ("x1-share"): what serving a third of the load costs an
+#               instance per booking, apart from sharing the machine with
+#               two others
 #   PARTS       default "1 2 3"  which parts to run
 #   OUT         default ${TMPDIR:-/tmp}/bench-loadgen (binaries, logs, JSON)
 set -euo pipefail
@@ -269,6 +274,8 @@ if [[ $parts == *" 2 "* ]]; then
 	echo "== 2. booking throughput: spread, default strategy, $clients clients" >&2
 	createdb -h 127.0.0.1 -U postgres "$pgbench_db"
 	pgbench -h 127.0.0.1 -U postgres -i -s 10 -q "$pgbench_db" >"$out/pgbench-init.log" 2>&1
+	runs="1 3"
+	[[ ${SHARE:-0} == 1 ]] && runs="1 1/3 3"
 	for ((r = 1; r <= reps; r++)); do
 		# The backends' CPU is sampled from the moment all are connected
 		# (64 connections take a second or two on a loaded machine) to about 3s
@@ -299,7 +306,11 @@ if [[ $parts == *" 2 "* ]]; then
 		for ((i = 0; i < ${#apis[@]}; i++)); do
 			bin="${apis[i]}" tag=$(basename "${apis[i]}") bdb="${db}_$i"
 			dburl="$pg/$bdb?sslmode=disable"
-			for n in 1 3; do
+			for run in $runs; do
+				n=${run%/*} c=$clients label=x$run
+				if [[ $run == 1/3 ]]; then
+					c=$((clients / 3)) label=x1-share
+				fi
 				commits0=$(xact_commits "$bdb")
 				pg_counters >"$out/pgc.before"
 				multi_env=()
@@ -316,7 +327,7 @@ if [[ $parts == *" 2 "* ]]; then
 				pin=()
 				[[ ${PIN_CLIENTS:-1} == 1 ]] && pin=(-pin-clients)
 				/usr/bin/time -f '%U %S' -o "$out/loadgen.time" \
-					"$lg" -json -targets "$targets" "${pin[@]}" -scenario spread -clients "$clients" -requests "$bookings" >"$out/tput.json"
+					"$lg" -json -targets "$targets" "${pin[@]}" -scenario spread -clients "$c" -requests "$bookings" >"$out/tput.json"
 				machine_ticks >"$out/machine.after"
 				ticks "${pids[@]}" >"$out/api.after"
 				ticks $(backends "$bdb") >"$out/pg.after"
@@ -326,37 +337,37 @@ if [[ $parts == *" 2 "* ]]; then
 				syscalls "${pids[@]}" >"$out/api-sc.after"
 				syscalls $(backends "$bdb") >"$out/pg-sc.after"
 				stop_apis
-				cp "$out/tput.json" "$out/tput-$tag-x$n-$(date +%s%N).json"
-				record tput "$tag-x$n" "$(jq -r .confirmed_rps "$out/tput.json")"
+				cp "$out/tput.json" "$out/tput-$tag-$label-$(date +%s%N).json"
+				record tput "$tag-$label" "$(jq -r .confirmed_rps "$out/tput.json")"
 				confirmed=$(jq -r .succeeded "$out/tput.json")
 				per() { awk -v v="$1" -v n="$confirmed" 'BEGIN {printf "%.2f", v / n}'; }
-				record cpu "$tag-x$n-api-us-per-booking" "$(per "$(cpu_us "$out/api.before" "$out/api.after")")"
+				record cpu "$tag-$label-api-us-per-booking" "$(per "$(cpu_us "$out/api.before" "$out/api.after")")"
 				for pid in $(awk '{print $1}' "$out/api.before"); do
 					grep "^$pid " "$out/api.before" >"$out/one.before"
 					grep "^$pid " "$out/api.after" >"$out/one.after" || true
 					[[ -s $out/one.after ]] && echo "$(cpu_us "$out/one.before" "$out/one.after")"
 				done | sort -n | awk '{v[NR] = $1} END {printf "%s %s\n", v[1], v[NR]}' >"$out/api.spread"
 				if ((n > 1)); then
-					record cpu "$tag-x$n-api-min-instance-us-per-booking" "$(per "$(cut -d' ' -f1 "$out/api.spread")")"
-					record cpu "$tag-x$n-api-max-instance-us-per-booking" "$(per "$(cut -d' ' -f2 "$out/api.spread")")"
+					record cpu "$tag-$label-api-min-instance-us-per-booking" "$(per "$(cut -d' ' -f1 "$out/api.spread")")"
+					record cpu "$tag-$label-api-max-instance-us-per-booking" "$(per "$(cut -d' ' -f2 "$out/api.spread")")"
 				fi
-				record cpu "$tag-x$n-postgres-us-per-booking" "$(per "$(cpu_us "$out/pg.before" "$out/pg.after")")"
+				record cpu "$tag-$label-postgres-us-per-booking" "$(per "$(cpu_us "$out/pg.before" "$out/pg.after")")"
 				sw() { awk 'FILENAME == ARGV[1] {t[$1] = $2; next} {sum += $2 - t[$1]} END {print sum + 0}' "$1" "$2"; }
-				record switches "$tag-x$n-api-per-booking" "$(per "$(sw "$out/api-sw.before" "$out/api-sw.after")")"
-				record switches "$tag-x$n-postgres-per-booking" "$(per "$(sw "$out/pg-sw.before" "$out/pg-sw.after")")"
-				record syscalls "$tag-x$n-api-rw-per-booking" "$(per "$(sw "$out/api-sc.before" "$out/api-sc.after")")"
-				record syscalls "$tag-x$n-postgres-rw-per-booking" "$(per "$(sw "$out/pg-sc.before" "$out/pg-sc.after")")"
-				record cpu "$tag-x$n-loadgen-us-per-booking" "$(per "$(awk '{print ($1 + $2) * 1e6}' "$out/loadgen.time")")"
+				record switches "$tag-$label-api-per-booking" "$(per "$(sw "$out/api-sw.before" "$out/api-sw.after")")"
+				record switches "$tag-$label-postgres-per-booking" "$(per "$(sw "$out/pg-sw.before" "$out/pg-sw.after")")"
+				record syscalls "$tag-$label-api-rw-per-booking" "$(per "$(sw "$out/api-sc.before" "$out/api-sc.after")")"
+				record syscalls "$tag-$label-postgres-rw-per-booking" "$(per "$(sw "$out/pg-sc.before" "$out/pg-sc.after")")"
+				record cpu "$tag-$label-loadgen-us-per-booking" "$(per "$(awk '{print ($1 + $2) * 1e6}' "$out/loadgen.time")")"
 				paste "$out/redis.before" "$out/redis.after" | while read -r k a _ b; do
-					record redis "$tag-x$n-$k-per-booking" "$(per "$((b - a))")"
+					record redis "$tag-$label-$k-per-booking" "$(per "$((b - a))")"
 				done
 				paste "$out/machine.before" "$out/machine.after" | while read -r k a _ b; do
-					record machine "$tag-x$n-$k-us-per-booking" "$(per "$(awk -v d="$((b - a))" -v hz="$(getconf CLK_TCK)" 'BEGIN {print d * 1e6 / hz}')")"
+					record machine "$tag-$label-$k-us-per-booking" "$(per "$(awk -v d="$((b - a))" -v hz="$(getconf CLK_TCK)" 'BEGIN {print d * 1e6 / hz}')")"
 				done
-				record pg "$tag-x$n-commits-per-1000-bookings" "$(per "$((($(xact_commits "$bdb") - commits0) * 1000))")"
+				record pg "$tag-$label-commits-per-1000-bookings" "$(per "$((($(xact_commits "$bdb") - commits0) * 1000))")"
 				pg_counters >"$out/pgc.after"
 				paste "$out/pgc.before" "$out/pgc.after" | while read -r k a _ b; do
-					record pg "$tag-x$n-$k-per-1000-bookings" "$(per "$(((b - a) * 1000))")"
+					record pg "$tag-$label-$k-per-1000-bookings" "$(per "$(((b - a) * 1000))")"
 				done
 			done
 		done
