@@ -138,7 +138,7 @@ record() {
 ticks() {
 	local pid stat
 	for pid; do
-		read -r stat 2>/dev/null </proc/"$pid"/stat && printf '%s %s\n' "$pid" "$stat" # the process may end between the test and the read
+		read -r stat 2>/dev/null </proc/"$pid"/stat && printf '%s %s\n' "$pid" "$stat" # a process that has ended is left out
 	done | awk '{p = $1; sub(/^[0-9]+ [0-9]+ \(.*\) /, ""); print p, $12 + $13}'
 	return 0
 }
@@ -278,7 +278,7 @@ if [[ $parts == *" 2 "* ]]; then
 	createdb -h 127.0.0.1 -U postgres "$pgbench_db"
 	pgbench -h 127.0.0.1 -U postgres -i -s 10 -q "$pgbench_db" >"$out/pgbench-init.log" 2>&1
 	runs="1 3"
-	[[ ${SHARE:-0} == 1 ]] && runs="1 1/3 3"
+	[[ ${SHARE:-0} == 1 ]] && runs="1 share 3"
 	for ((r = 1; r <= reps; r++)); do
 		# The backends' CPU is sampled from the moment all are connected
 		# (64 connections take a second or two on a loaded machine) to about 3s
@@ -310,10 +310,10 @@ if [[ $parts == *" 2 "* ]]; then
 			bin="${apis[i]}" tag=$(basename "${apis[i]}") bdb="${db}_$i"
 			dburl="$pg/$bdb?sslmode=disable"
 			for run in $runs; do
-				n=${run%/*} c=$clients label=x$run
-				if [[ $run == 1/3 ]]; then
-					c=$((clients / 3)) label=x1-share
-				fi
+				case $run in
+				share) n=1 c=$((clients / 3)) label=x1-share ;;
+				*) n=$run c=$clients label=x$run ;;
+				esac
 				commits0=$(xact_commits "$bdb")
 				pg_counters >"$out/pgc.before"
 				multi_env=()

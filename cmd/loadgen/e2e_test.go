@@ -286,7 +286,9 @@ func TestRunWaitsForATargetStillStarting(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address nothing listened on a moment ago.
+// freeAddr returns a loopback address that nothing listens on: one its
+// own listener held a moment ago, so another may take it before the caller
+// binds it.
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
