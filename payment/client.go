@@ -71,11 +71,14 @@ type ChargeAnswer struct {
 	ChargeID string `json:"charge_id"`
 }
 
-// Charge charges for c. It returns an error wrapping
-// reservation.ErrLockLost when the provider refused a stale fencing token,
-// reservation.ErrUnavailable when the provider cannot be reached, answers
-// anything else, or takes longer than the delay plus the slack, and the
-// context's error when ctx ended first.
+// Charge charges for ch under the idempotency key ch.PaymentID, sent as
+// the Idempotency-Key header (none when it is empty): a repeat with the
+// same id charges nothing more and answers as the first did. It returns an
+// error wrapping reservation.ErrLockLost when the provider refused a stale
+// fencing token, reservation.ErrPaymentVoided when the payment was voided
+// before its charge completed, reservation.ErrUnavailable when the
+// provider cannot be reached, answers anything else, or takes longer than
+// the delay plus the slack, and the context's error when ctx ended first.
 func (c *Client) Charge(ctx context.Context, ch reservation.Charge) (string, error) {
 	fences := ch.Fences
 	if fences == nil {
@@ -90,7 +93,7 @@ func (c *Client) Charge(ctx context.Context, ch reservation.Charge) (string, err
 		DelayMS:     ch.Delay.Milliseconds(),
 	}
 	var out ChargeAnswer
-	status, code, err := c.post(ctx, "/v1/charges", ch.Delay+c.slack, body, &out)
+	status, code, err := c.post(ctx, "/v1/charges", ch.PaymentID, ch.Delay+c.slack, body, &out)
 	switch {
 	case err != nil:
 		return "", err
@@ -98,30 +101,38 @@ func (c *Client) Charge(ctx context.Context, ch reservation.Charge) (string, err
 		return out.ChargeID, nil
 	case status == http.StatusConflict && code == "stale_fence":
 		return "", fmt.Errorf("the payment provider has seen a newer lock holder of these seats: %w", reservation.ErrLockLost)
+	case status == http.StatusConflict && code == "voided":
+		return "", fmt.Errorf("the payment provider voided payment %s before its charge: %w", ch.PaymentID, reservation.ErrPaymentVoided)
 	default:
 		return "", fmt.Errorf("payment provider answered %d %s to a charge: %w", status, code, reservation.ErrUnavailable)
 	}
 }
 
-// Refund gives a charge back. Refunding a charge twice is harmless. It
-// returns an error wrapping reservation.ErrUnavailable when the provider
-// cannot be reached or does not confirm the refund.
-func (c *Client) Refund(ctx context.Context, chargeID string) error {
-	status, code, err := c.post(ctx, "/v1/charges/"+url.PathEscape(chargeID)+"/refund", c.slack, struct{}{}, nil)
+// Refund settles the payment with the id paymentID: the provider gives
+// back the charge made under it, or, when none has completed, voids it so
+// that no charge can complete under it later. It reports true when a
+// charge was given back, now or by an earlier call. Repeating it changes
+// nothing. It returns an error wrapping reservation.ErrUnavailable when
+// the provider cannot be reached, does not confirm the refund, or takes
+// longer than the slack, and the context's error when ctx ended first.
+func (c *Client) Refund(ctx context.Context, paymentID string) (bool, error) {
+	var out RefundAnswer
+	status, code, err := c.post(ctx, "/v1/refunds", "", c.slack, RefundRequest{IdempotencyKey: paymentID}, &out)
 	switch {
 	case err != nil:
-		return err
-	case status == http.StatusOK:
-		return nil
+		return false, err
+	case status == http.StatusOK && (out.Refunded || out.Voided):
+		return out.Refunded, nil
 	default:
-		return fmt.Errorf("payment provider answered %d %s to the refund of %s: %w", status, code, chargeID, reservation.ErrUnavailable)
+		return false, fmt.Errorf("payment provider answered %d %s to the refund of payment %s: %w", status, code, paymentID, reservation.ErrUnavailable)
 	}
 }
 
-// post sends body to path and decodes a 2xx answer into out. It returns the
-// status and, for an error answer, its code. Only a failure to get an answer
-// is an error: the context's error when ctx ended, else ErrUnavailable.
-func (c *Client) post(ctx context.Context, path string, limit time.Duration, body, out any) (int, string, error) {
+// post sends body to path, with key as its Idempotency-Key when key is not
+// empty, and decodes a 2xx answer into out. It returns the status and, for
+// an error answer, its code. Only a failure to get an answer is an error:
+// the context's error when ctx ended, else ErrUnavailable.
+func (c *Client) post(ctx context.Context, path, key string, limit time.Duration, body, out any) (int, string, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return 0, "", fmt.Errorf("payment: encoding the request: %w", err)
@@ -133,6 +144,9 @@ func (c *Client) post(ctx context.Context, path string, limit time.Duration, bod
 		return 0, "", fmt.Errorf("payment: %w: %w", reservation.ErrUnavailable, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set(keyHeader, key)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -213,47 +213,38 @@ func (s *Service) release(ctx context.Context, lease SeatLease) {
 }
 
 // payAndWrite pays for the booking and records it in store through the
-// screening's guard. A charge that went through is refunded when the
-// booking is not confirmed after all: the lock was lost, or the guarded
-// write refused it (see settleFailedWrite for a write whose outcome is not
-// known).
+// screening's guard. Through a provider, the payment is money and is
+// recorded first (chargeAndWrite); the simulated payment is a wait.
 func (s *Service) payAndWrite(ctx context.Context, store bookingStore, sc Screening, seats []string, customer string, lease SeatLease, idem *idempotency) (Confirmation, error) {
-	w, c, err := s.newWrite(sc, seats, customer, lease, idem)
+	if s.opts.Payments != nil {
+		return s.chargeAndWrite(ctx, store, sc, seats, customer, lease, idem)
+	}
+	w, c, err := s.newWrite(sc, uuid.NewString(), seats, customer, lease, idem)
 	if err != nil {
 		return Confirmation{}, err
 	}
-	chargeID, err := s.pay(ctx, sc, w, lease)
-	if err != nil {
-		s.refund(ctx, chargeID, w.Booking.ID)
+	if err := simulatePayment(ctx, sc.PaymentDelay, lease); err != nil {
 		return s.written(ctx, sc.ID, c, idem, err)
 	}
-	if err = store.Book(ctx, w); err != nil {
-		err = s.settleFailedWrite(ctx, chargeID, w.Booking.ID, err)
-	}
-	return s.written(ctx, sc.ID, c, idem, err)
+	return s.written(ctx, sc.ID, c, idem, store.Book(ctx, w))
 }
 
-// newWrite builds the write of a new booking, with the lease's fencing
-// tokens, and the confirmation to answer once it is written.
-func (s *Service) newWrite(sc Screening, seats []string, customer string, lease SeatLease, idem *idempotency) (Write, Confirmation, error) {
+// newWrite builds the write of a new booking with the id, with the lease's
+// fencing tokens, and the confirmation to answer once it is written.
+func (s *Service) newWrite(sc Screening, bookingID string, seats []string, customer string, lease SeatLease, idem *idempotency) (Write, Confirmation, error) {
 	token, tokenHash, err := newToken()
 	if err != nil {
 		return Write{}, Confirmation{}, err
 	}
 	b := Booking{
-		ID:          uuid.NewString(),
+		ID:          bookingID,
 		ScreeningID: sc.ID,
 		Seats:       seats,
 		Customer:    customer,
 		Status:      BookingConfirmed,
 		CreatedAt:   s.opts.Now().UTC().Truncate(time.Microsecond),
 	}
-	w := Write{Booking: b, TokenHash: tokenHash, Guard: sc.Guard, Fences: make(map[string]int64, len(seats))}
-	for _, seat := range seats {
-		if f := lease.Fence(seat); f != 0 {
-			w.Fences[seat] = f
-		}
-	}
+	w := Write{Booking: b, TokenHash: tokenHash, Guard: sc.Guard, Fences: fencesOf(lease, seats)}
 	if idem != nil {
 		rec, err := idem.record(b.ID, token, b.CreatedAt)
 		if err != nil {
@@ -273,15 +264,19 @@ func (s *Service) written(ctx context.Context, screeningID string, c Confirmatio
 		return c, nil
 	case errors.Is(err, ErrStaleToken):
 		return Confirmation{}, errorf(ErrLockLost, "a newer lock holder has written these seats")
-	case errors.Is(err, ErrConflict) && idem != nil:
-		// Only possible when the same key came with other seats (their
-		// locks do not exclude each other) or without a lock: another
-		// request with the same key wrote first.
-		c, _, err := s.replay(ctx, s.store, screeningID, idem)
-		return c, err
-	default:
-		return Confirmation{}, err
+	case (errors.Is(err, ErrConflict) || errors.Is(err, ErrPaymentSettled)) && idem != nil:
+		// Another request with the same key wrote first: without a lock
+		// (LockNone), with other seats (their locks do not exclude each
+		// other), or with the same payment after this one's lock was lost.
+		c, ok, rerr := s.replay(ctx, s.store, screeningID, idem)
+		if ok || rerr != nil {
+			return c, rerr
+		}
 	}
+	if errors.Is(err, ErrPaymentSettled) {
+		return Confirmation{}, fmt.Errorf("the payment was settled before the booking could be written, so nothing was booked and nothing is owed; try again: %w", ErrUnavailable)
+	}
+	return Confirmation{}, err
 }
 
 // noLease is the lease of LockNone: nothing held, nothing to lose.

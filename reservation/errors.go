@@ -62,10 +62,21 @@ var (
 	ErrUnavailable = errors.New("backend unavailable")
 )
 
+// ErrPaymentVoided is returned by Payments.Charge when the payment was
+// settled (voided by a refund of its id) before its charge completed:
+// nothing was charged.
+var ErrPaymentVoided = errors.New("payment voided")
+
+// ErrPaymentSettled is returned by a Store when a write names a payment
+// (Write.PaymentID) that is no longer pending: it was refunded or voided
+// (the reconciler settled it, or an earlier attempt of the same request
+// did), or it paid for another booking. Nothing was written.
+var ErrPaymentSettled = errors.New("payment settled already")
+
 // ErrWriteInDoubt is returned by a Store when a write was sent to commit and
 // no answer came back (the connection died, the context ended): it may
-// have committed or not. It matches ErrUnavailable. The Service looks the
-// booking up before it refunds its charge (Service.settleFailedWrite).
+// have committed or not. It matches ErrUnavailable. A paid booking's
+// payment tells which (see Service.settle).
 var ErrWriteInDoubt = fmt.Errorf("%w: the outcome of the commit is unknown", ErrUnavailable)
 
 // SeatsTakenError lists the requested seats that are booked already. It

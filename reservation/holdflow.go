@@ -181,7 +181,12 @@ func (s *Service) ConfirmHold(ctx context.Context, id, token string) (ConfirmedH
 		Status:      BookingConfirmed,
 		CreatedAt:   s.opts.Now().UTC().Truncate(time.Microsecond),
 	}
-	err = s.store.ConfirmHold(ctx, h.ID, Write{Booking: b, TokenHash: th[:], Guard: GuardFence})
+	w := Write{Booking: b, TokenHash: th[:], Guard: GuardFence}
+	if s.opts.Payments != nil {
+		err = s.confirmPaid(ctx, h, w)
+	} else {
+		err = s.store.ConfirmHold(ctx, h.ID, w)
+	}
 	switch {
 	case err == nil:
 		s.publish(ctx, EventBooked, b)
@@ -198,9 +203,39 @@ func (s *Service) ConfirmHold(ctx context.Context, id, token string) (ConfirmedH
 			return s.confirmed(ctx, now, bookingToken)
 		}
 		return ConfirmedHold{}, &messageError{kind: ErrConflict, msg: fmt.Sprintf("the hold is %s; hold the seats again", now.Status)}
+	case errors.Is(err, ErrPaymentSettled):
+		return ConfirmedHold{}, fmt.Errorf("the payment was settled before the hold could be confirmed, so nothing is owed; try again: %w", ErrUnavailable)
 	default:
 		return ConfirmedHold{}, err
 	}
+}
+
+// confirmPaid charges for the hold h through the provider, then confirms
+// it as the booking of w. The hold, not a lock, keeps the seats while the
+// charge runs. As for a booking (chargeAndWrite), the payment is recorded
+// before the charge, the work runs under a context of its own, and any
+// outcome but the confirm settles the payment by its id: a hold that
+// expired during the charge is refunded.
+func (s *Service) confirmPaid(ctx context.Context, h Hold, w Write) error {
+	sc, err := s.Screening(ctx, h.ScreeningID)
+	if err != nil {
+		return err
+	}
+	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), sc.PaymentDelay+chargeSlack+writeTimeout)
+	defer cancel()
+	p := Payment{ID: uuid.NewString(), BookingID: w.Booking.ID, ScreeningID: sc.ID, Seats: h.Seats, Customer: h.Customer}
+	if err := s.store.CreatePayment(work, p, paymentDue(sc.PaymentDelay)); err != nil {
+		return err
+	}
+	w.PaymentID = p.ID
+	w.ChargeID, err = s.charge(work, sc, p, noLease{})
+	if err == nil {
+		err = s.store.ConfirmHold(work, h.ID, w)
+	}
+	if err != nil && s.settle(work, p.ID) == PaymentBooked {
+		return nil // the confirm committed after all (its answer was lost)
+	}
+	return err
 }
 
 // confirmed answers a confirm of a hold confirmed before: its booking.

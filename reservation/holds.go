@@ -114,7 +114,9 @@ type HoldStore interface {
 	// error: ErrNotFound for an unknown hold, ErrHoldExpired when the hold
 	// has expired (even if nobody took its seats), ErrConflict when the
 	// hold is confirmed or released already (read the hold to tell which),
-	// ErrInvalid for a w that does not match the hold.
+	// ErrInvalid for a w that does not match the hold. A w with a PaymentID
+	// books that payment in the same transaction, as Store.Book does, and
+	// fails with ErrPaymentSettled when it is not pending.
 	ConfirmHold(ctx context.Context, holdID string, w Write) error
 
 	// ReleaseHold ends a hold and frees its seats, and returns the status

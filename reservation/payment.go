@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Payments charges a customer for the seats of a booking. The charge runs
@@ -14,23 +15,37 @@ import (
 // two customers charged for one seat, even when the guarded write keeps the
 // seat map right, and one of them has to be refunded.
 //
+// A charge cannot be rolled back with the booking's transaction, so the
+// service records every payment (PaymentStore) before it charges, uses the
+// record's id as the provider's idempotency key, and settles by that key
+// whatever does not end in a booking (see Service.Reconcile).
+//
 // Without Payments the Service simulates the payment with a wait of the
-// screening's payment delay.
+// screening's payment delay, and records nothing: no money moves.
 type Payments interface {
-	// Charge charges for c and returns the provider's id of the charge. It
-	// returns an error wrapping ErrLockLost when the provider refused a
-	// fencing token older than one it has seen for a seat (the caller is
-	// no longer the newest lock holder), ErrUnavailable when the provider
-	// cannot be reached or failed, or an error wrapping ctx.Err().
+	// Charge charges for c under the idempotency key c.PaymentID: a repeat
+	// with the same id charges nothing more and answers as the first did.
+	// It returns an error wrapping ErrLockLost when the provider refused a
+	// fencing token older than one it has seen for a seat, ErrPaymentVoided
+	// when the payment was voided (refunded by its id) before the charge
+	// completed, ErrUnavailable when the provider cannot be reached or failed,
+	// or an error wrapping ctx.Err().
 	Charge(ctx context.Context, c Charge) (chargeID string, err error)
 
-	// Refund gives a charge back. It returns ErrUnavailable when the
-	// provider cannot be reached or failed.
-	Refund(ctx context.Context, chargeID string) error
+	// Refund settles the payment with the id: it gives back the charge made
+	// under it, or, when none has completed, voids the id so that no charge
+	// can complete under it later. refunded reports which: true when a
+	// charge was given back (now or by an earlier call). Repeating it
+	// changes nothing. It returns ErrUnavailable when the provider cannot
+	// be reached or failed.
+	Refund(ctx context.Context, paymentID string) (refunded bool, err error)
 }
 
 // Charge is what a booking pays for.
 type Charge struct {
+	// PaymentID is the id of the payment record written before the charge,
+	// the provider's idempotency key.
+	PaymentID   string
 	BookingID   string
 	ScreeningID string
 	Seats       []string
@@ -43,112 +58,244 @@ type Charge struct {
 	Delay time.Duration
 }
 
-// pay runs the payment of the write w while lease holds its seats, and
-// returns the charge id ("" for the simulated payment). It ends early, with
-// ErrLockLost, when the lock is lost, and with the context's error when the
-// request is cancelled. Whatever pay returns, a charge that went through is
-// in the returned id, so that the caller can refund it when the booking is
-// not confirmed after all.
-func (s *Service) pay(ctx context.Context, sc Screening, w Write, lease SeatLease) (string, error) {
-	if s.opts.Payments == nil {
-		return "", simulatePayment(ctx, sc.PaymentDelay, lease)
+// PaymentStatus is where a payment stands.
+type PaymentStatus string
+
+// The statuses of a payment. Pending and refunding are open: the
+// reconciler settles them. The others are final.
+const (
+	// PaymentPending: recorded before its charge was sent. The charge may
+	// be in flight, done, or never sent (the process died).
+	PaymentPending PaymentStatus = "pending"
+	// PaymentBooked: kept, for the booking written in the same transaction.
+	PaymentBooked PaymentStatus = "booked"
+	// PaymentRefunding: owed back, because its booking was cancelled.
+	PaymentRefunding PaymentStatus = "refunding"
+	// PaymentRefunded: a charge made under it was given back.
+	PaymentRefunded PaymentStatus = "refunded"
+	// PaymentVoided: no charge completed under it, and none ever can.
+	PaymentVoided PaymentStatus = "voided"
+)
+
+// Payment is the record of a charge, written before the charge is sent.
+type Payment struct {
+	// ID is the provider's idempotency key for the charge.
+	ID string
+	// BookingID is the booking the payment is for; the booking exists only
+	// if the payment is PaymentBooked (or was, before a cancel).
+	BookingID   string
+	ScreeningID string
+	Seats       []string
+	Customer    string
+	Fences      map[string]int64
+	// KeyHash is the hash of the booking request's Idempotency-Key, nil
+	// without one: a retry of the request finds the payment by it.
+	KeyHash []byte
+	Status  PaymentStatus
+	// ChargeID is the provider's id of the charge, once a booking kept it.
+	ChargeID string
+	// SettleAfter is when the reconciler may settle the payment if it is
+	// still open, by the store's clock.
+	SettleAfter time.Time
+}
+
+// SettleFunc settles an open payment with the provider and returns its
+// final status, PaymentRefunded or PaymentVoided. A store calls it while it
+// holds the payment, so that nothing else settles or books it meanwhile.
+type SettleFunc func(ctx context.Context, p Payment) (PaymentStatus, error)
+
+// PaymentStore is the part of a Store that keeps payments. A write that
+// names a payment (Write.PaymentID) books it in the write's own
+// transaction; every other way out of PaymentPending goes through
+// SettlePayment or SettleDue, which hold the payment while its settle runs,
+// so that a booking and a refund of one payment can never both happen.
+type PaymentStore interface {
+	// CreatePayment records p as PaymentPending, due for settling once
+	// settleIn has passed on the store's clock. It returns ErrConflict when
+	// p.ID is taken, or when p has a KeyHash and a pending payment with the
+	// same KeyHash exists on the screening; ErrNotFound for an unknown
+	// screening.
+	CreatePayment(ctx context.Context, p Payment, settleIn time.Duration) error
+
+	// PendingPayment returns the pending payment with the idempotency key
+	// hash on the screening, or ErrNotFound.
+	PendingPayment(ctx context.Context, screeningID string, keyHash []byte) (Payment, error)
+
+	// SettlePayment holds the payment with the id, waiting while someone
+	// else holds it, and, when it is still open (pending or refunding),
+	// calls settle and writes the status it returns. It returns the
+	// payment as it stands after: PaymentBooked tells that its booking was
+	// written. It returns ErrNotFound for an unknown id, or settle's error
+	// (the payment stays open then).
+	SettlePayment(ctx context.Context, id string, settle SettleFunc) (Payment, error)
+
+	// SettleDue settles up to limit open payments whose SettleAfter has
+	// passed, oldest due first, each as SettlePayment does, but skipping
+	// those someone else holds: several instances may run it at once. A
+	// payment whose settle fails stays open and is tried again after a
+	// while. It returns how many it settled, and the settle errors joined.
+	SettleDue(ctx context.Context, limit int, settle SettleFunc) (int, error)
+}
+
+// Timings of a paid booking. A charge may take the payment delay plus
+// chargeSlack before it is given up; the booking's write may take
+// writeTimeout after that. A payment still open after both, and a margin,
+// is settled by the reconciler.
+const (
+	chargeSlack  = 5 * time.Second
+	writeTimeout = 5 * time.Second
+	settleMargin = 2 * time.Second
+)
+
+// paymentDue is how long after it was recorded a payment of a screening
+// with the payment delay may still be open before the reconciler settles
+// it: by then the booking that made it has written, or given up.
+func paymentDue(delay time.Duration) time.Duration {
+	return delay + chargeSlack + writeTimeout + settleMargin
+}
+
+// PaymentsSettleWithin bounds how long, at most, the money of a booking
+// with the payment delay stays unsettled when the process that charged it
+// dies or stops: the payment comes due, and the next pass of a reconciler
+// on any instance refunds or voids it.
+func PaymentsSettleWithin(delay, reconcileEvery time.Duration) time.Duration {
+	return paymentDue(delay) + reconcileEvery
+}
+
+// chargeAndWrite pays for a booking through the provider and writes it.
+// The payment is recorded first; from then on the work belongs to the
+// service, not to the client's connection (a hang-up must not leave a
+// charge half-known), so it runs under a context of its own with a
+// deadline. Any outcome but a written booking settles the payment at once
+// by its id; if even that fails, the reconciler does it later.
+func (s *Service) chargeAndWrite(ctx context.Context, store bookingStore, sc Screening, seats []string, customer string, lease SeatLease, idem *idempotency) (Confirmation, error) {
+	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), sc.PaymentDelay+chargeSlack+writeTimeout)
+	defer cancel()
+	p, err := s.openPayment(work, sc, seats, customer, lease, idem)
+	if err != nil {
+		return Confirmation{}, err
 	}
-	// A holder that knows its lock is lost does not start a charge, as the
-	// simulated payment does not start its wait.
+	w, c, err := s.newWrite(sc, p.BookingID, seats, customer, lease, idem)
+	if err == nil {
+		w.PaymentID = p.ID
+		w.ChargeID, err = s.charge(work, sc, p, lease)
+	}
+	if err == nil {
+		err = store.Book(work, w)
+	}
+	if err != nil && s.settle(work, p.ID) == PaymentBooked {
+		err = nil // the write committed after all (its answer was lost)
+	}
+	return s.written(work, sc.ID, c, idem, err)
+}
+
+// openPayment records the payment of a booking before its charge, or finds
+// the pending one that an earlier attempt of the same request (the same
+// Idempotency-Key) recorded: charging under its id again charges nothing
+// more, and the booking keeps that attempt's booking id.
+func (s *Service) openPayment(ctx context.Context, sc Screening, seats []string, customer string, lease SeatLease, idem *idempotency) (Payment, error) {
+	p := Payment{
+		ID:          uuid.NewString(),
+		BookingID:   uuid.NewString(),
+		ScreeningID: sc.ID,
+		Seats:       seats,
+		Customer:    customer,
+		Fences:      fencesOf(lease, seats),
+	}
+	if idem == nil {
+		return p, s.store.CreatePayment(ctx, p, paymentDue(sc.PaymentDelay))
+	}
+	p.KeyHash = idem.keyHash
+	prev, err := s.store.PendingPayment(ctx, sc.ID, idem.keyHash)
+	if !errors.Is(err, ErrNotFound) {
+		return prev, err
+	}
+	err = s.store.CreatePayment(ctx, p, paymentDue(sc.PaymentDelay))
+	if errors.Is(err, ErrConflict) {
+		// An attempt of the same request recorded its payment meanwhile.
+		return s.store.PendingPayment(ctx, sc.ID, idem.keyHash)
+	}
+	return p, err
+}
+
+// charge asks the provider to charge for the payment p while lease holds
+// its seats, and returns the charge id. The charge is cancelled when the
+// lock is lost: a holder that is no longer the holder must not go on
+// paying (its payment is then settled by its id, which voids a charge
+// still in progress at the provider).
+func (s *Service) charge(ctx context.Context, sc Screening, p Payment, lease SeatLease) (string, error) {
 	if err := lockHeld(lease); err != nil {
 		return "", err
 	}
-	// The charge is cancelled when the lock is lost: a holder that is no
-	// longer the holder must not go on paying. Not at the same instant,
-	// though (see lostGrace).
-	charge, stop := whileHeld(ctx, lease)
-	id, err := s.opts.Payments.Charge(charge, Charge{
-		BookingID:   w.Booking.ID,
+	held, stop := whileHeld(ctx, lease)
+	id, err := s.opts.Payments.Charge(held, Charge{
+		PaymentID:   p.ID,
+		BookingID:   p.BookingID,
 		ScreeningID: sc.ID,
-		Seats:       w.Booking.Seats,
-		Customer:    w.Booking.Customer,
-		Fences:      w.Fences,
+		Seats:       p.Seats,
+		Customer:    p.Customer,
+		Fences:      fencesOf(lease, p.Seats),
 		Delay:       sc.PaymentDelay,
 	})
 	lost := stop()
 	switch {
-	case err == nil && lost:
-		return id, errorf(ErrLockLost, "seat lock lost during payment")
-	case err == nil:
-		return id, lockHeld(lease)
 	case lost:
 		return "", errorf(ErrLockLost, "seat lock lost during payment")
-	case ctx.Err() != nil:
-		return "", ctx.Err()
+	case err == nil:
+		return id, lockHeld(lease)
 	case errors.Is(err, ErrLockLost), errors.Is(err, ErrUnavailable):
 		return "", err
+	case errors.Is(err, ErrPaymentVoided):
+		return "", fmt.Errorf("the payment was settled before its charge completed, nothing was charged: %w", ErrUnavailable)
 	default:
 		return "", fmt.Errorf("payment: %w: %w", ErrUnavailable, err)
 	}
 }
 
-// refund gives back the charge of a booking that was not confirmed. It runs
-// after the request may have been cancelled, so it uses a context of its
-// own: a charge left behind is money taken for nothing.
-func (s *Service) refund(ctx context.Context, chargeID, bookingID string) {
-	if chargeID == "" {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+// settleTimeout bounds a settle the service runs itself, provider call
+// included.
+const settleTimeout = 10 * time.Second
+
+// settle settles the payment with the id at once, as the reconciler would:
+// unless its booking was written, the charge made under it is refunded or
+// voided. It returns the payment's status after; PaymentPending when the
+// store or the provider could not be reached, which leaves the payment to
+// the reconciler.
+func (s *Service) settle(ctx context.Context, id string) PaymentStatus {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	if err := s.opts.Payments.Refund(ctx, chargeID); err != nil {
-		s.opts.Logger.Error("refunding the charge of an unconfirmed booking", "charge_id", chargeID, "booking_id", bookingID, "err", err)
+	p, err := s.store.SettlePayment(ctx, id, s.refund)
+	if err != nil {
+		s.opts.Logger.Warn("settling a payment: left to the reconciler", "payment_id", id, "err", err)
+		return PaymentPending
+	}
+	return p.Status
+}
+
+// refund is the SettleFunc of the service: it refunds or voids the payment
+// by its id at the provider.
+func (s *Service) refund(ctx context.Context, p Payment) (PaymentStatus, error) {
+	refunded, err := s.opts.Payments.Refund(ctx, p.ID)
+	switch {
+	case err != nil:
+		return "", err
+	case refunded:
+		return PaymentRefunded, nil
+	default:
+		return PaymentVoided, nil
 	}
 }
 
-// inDoubtWait bounds how long settleFailedWrite looks for a booking whose
-// write may have committed.
-const inDoubtWait = 10 * time.Second
-
-// settleFailedWrite decides what a failed write of a paid booking means,
-// refunds the charge when the booking was not written, and returns the
-// booking's outcome: nil when it was written after all, else writeErr.
-//
-// A refusal (the seat taken, a stale fence, bad input) or a store out of
-// reach before the commit is an answer: nothing was written, and the
-// charge is refunded. ErrWriteInDoubt is not: the connection died, or the
-// request ended, after COMMIT was sent and before its answer came back,
-// and the booking may be in the database. Refunding it would leave a confirmed
-// seat unpaid; answering an error would hide a booking the customer has.
-// So the booking is looked for, for up to inDoubtWait while the store
-// stays unavailable: found, the write succeeded; not found, the charge is
-// refunded. When the store stays out of reach the outcome is unknown: the
-// charge is neither refunded nor kept silently, but logged as an error
-// with both ids for reconciliation, and the answer is writeErr (503).
-func (s *Service) settleFailedWrite(ctx context.Context, chargeID, bookingID string, writeErr error) error {
-	if !errors.Is(writeErr, ErrWriteInDoubt) {
-		s.refund(ctx, chargeID, bookingID)
-		return writeErr
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inDoubtWait)
-	defer cancel()
-	pause := 50 * time.Millisecond
-	for {
-		_, _, err := s.store.Booking(ctx, bookingID)
-		switch {
-		case err == nil:
-			s.opts.Logger.Warn("a booking's write failed after it committed: confirmed", "booking_id", bookingID, "err", writeErr)
-			return nil
-		case errors.Is(err, ErrNotFound):
-			s.refund(ctx, chargeID, bookingID)
-			return writeErr
-		}
-		select {
-		case <-ctx.Done():
-			if chargeID != "" {
-				s.opts.Logger.Error("a paid booking's write is in doubt: neither confirmed nor refunded; reconcile",
-					"charge_id", chargeID, "booking_id", bookingID, "write_err", writeErr, "lookup_err", err)
-			}
-			return writeErr
-		case <-time.After(pause):
-			pause = min(2*pause, time.Second)
+// fencesOf returns the fencing tokens lease holds for the seats; seats
+// whose strategy has none are absent.
+func fencesOf(lease SeatLease, seats []string) map[string]int64 {
+	fences := make(map[string]int64, len(seats))
+	for _, seat := range seats {
+		if f := lease.Fence(seat); f != 0 {
+			fences[seat] = f
 		}
 	}
+	return fences
 }
 
 // simulatePayment is the payment without a provider: a wait of the payment
@@ -178,32 +325,18 @@ func lockHeld(lease SeatLease) error {
 	}
 }
 
-// lostGrace is how long a charge in progress may still answer after the
-// lock was lost, before its request is cancelled. A holder paused past its
-// lease (a stopped process, a long GC) wakes up with the provider's answer
-// already waiting in its socket and its lease already gone: cancelling at
-// once would drop that answer, and with it the id of a charge that went
-// through, which could then never be refunded. A moment's grace lets the
-// answer be read and the charge refunded; a charge still in progress is
-// cancelled after it, as before. (A charge completing at the very instant
-// of the cancel can still be missed: only a refund by booking id would
-// close that, and the provider's contract has none.) The grace is part of
-// StopTime, which lock services must allow for.
-const lostGrace = 100 * time.Millisecond
-
 // StopTime is how long the service may still act under a seat lock after
-// the lock's Lost channel was closed: lostGrace, then the moment it takes
-// the cancelled charge to end (50ms, ample on one network). A lock service
-// that may hand a lost lock on sooner than StopTime after telling its
-// holder lets two holders pay at once; so a distributed lock must declare
-// its loss at least StopTime before its lease can end on the server
-// (cmd/api sets the lockers' StopMargin to it).
-const StopTime = lostGrace + 50*time.Millisecond
+// the lock's Lost channel was closed: the moment it takes to cancel the
+// charge in progress and to void it at the provider by its id (one round
+// trip on one network). A lock service that may hand a lost lock on sooner
+// than StopTime after telling its holder lets two holders pay at once; so
+// a distributed lock must declare its loss at least StopTime before its
+// lease can end on the server (cmd/api sets the lockers' StopMargin to it).
+const StopTime = 150 * time.Millisecond
 
-// whileHeld returns a context that ends when ctx does, or lostGrace after the
-// lease is lost, and stop, which ends the watch and reports whether the
-// lease was lost before it. The watching goroutine is gone when stop
-// returns.
+// whileHeld returns a context that ends when ctx does or the lease is
+// lost, and stop, which ends the watch and reports whether the lease was
+// lost before it. The watching goroutine is gone when stop returns.
 func whileHeld(ctx context.Context, lease SeatLease) (context.Context, func() (lost bool)) {
 	lostc := lease.Lost()
 	if lostc == nil {
@@ -211,22 +344,18 @@ func whileHeld(ctx context.Context, lease SeatLease) (context.Context, func() (l
 	}
 	held, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
 		select {
 		case <-lostc:
-		case <-done:
-			return
-		}
-		select {
-		case <-time.After(lostGrace):
 			cancel()
 		case <-done:
 		}
-	})
+	}()
 	return held, func() bool {
 		close(done)
-		wg.Wait()
+		<-watched
 		cancel()
 		select {
 		case <-lostc:

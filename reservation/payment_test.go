@@ -63,17 +63,18 @@ func TestPaymentChargesEveryConfirmedBooking(t *testing.T) {
 }
 
 // A writer whose fenced write is refused after its charge went through is
-// refunded before it answers: charges minus refunds is the confirmed
-// bookings. A provider that checks fences refuses the charge itself, and
-// there is nothing to refund.
+// refunded before it answers. A provider that checks fences refuses the
+// charge itself, and its payment is voided. Either way, once the
+// reconciler has refunded the cancelled booking too, charges minus refunds
+// is the confirmed bookings: none.
 func TestPaymentStaleHolder(t *testing.T) {
 	for _, tt := range []struct {
 		name        string
 		checkFences bool
-		want        payment.Stats
+		refused     int64
 	}{
-		{"refunded when the guarded write refuses", false, payment.Stats{Charges: 2, Refunds: 1, MaxConcurrent: 1}},
-		{"refused by a provider that checks fences", true, payment.Stats{Charges: 1, RefusedStale: 1, MaxConcurrent: 1}},
+		{"refunded when the guarded write refuses", false, 0},
+		{"refused by a provider that checks fences", true, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l := &fakeLocker{fence: 10}
@@ -89,14 +90,29 @@ func TestPaymentStaleHolder(t *testing.T) {
 			if _, err := book(svc, sc.ID, "stale holder", "A1"); !errors.Is(err, reservation.ErrLockLost) {
 				t.Fatalf("stale booking: %v, want ErrLockLost", err)
 			}
-			if got := p.Stats(); got != tt.want {
-				t.Errorf("stats %+v, want %+v", got, tt.want)
+			settleDue(t, svc)
+			got := p.Stats()
+			if got.Charges-got.Refunds != 0 || got.RefusedStale != tt.refused || got.Overlaps != 0 {
+				t.Errorf("stats %+v, want charges - refunds = 0 confirmed, %d refused stale, no overlap", got, tt.refused)
 			}
 			seatFree(t, svc, sc.ID, "A1")
 		})
 	}
 }
 
+// settleDue runs one round of the reconciler and fails t on its error.
+func settleDue(t *testing.T, svc *reservation.Service) int {
+	t.Helper()
+	n, err := svc.SettleDue(context.Background())
+	if err != nil {
+		t.Fatalf("SettleDue: %v", err)
+	}
+	return n
+}
+
+// A charge in progress when the lock is lost is cut off and voided by its
+// payment's id at once: the provider charges nothing, and another holder's
+// charge for the seat would not overlap it.
 func TestPaymentLostLockEndsTheCharge(t *testing.T) {
 	l := &fakeLocker{lost: make(chan struct{})}
 	svc, _, p := withProvider(t, l, false)
@@ -104,16 +120,22 @@ func TestPaymentLostLockEndsTheCharge(t *testing.T) {
 	if _, err := svc.CreateScreening(ctx, reservation.NewScreening{ID: "slow", Movie: "M", Rows: 1, SeatsPerRow: 1, PaymentDelay: ptr(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	time.AfterFunc(20*time.Millisecond, func() { close(l.lost) })
-	start := time.Now()
-	if _, err := book(svc, "slow", "a", "A1"); !errors.Is(err, reservation.ErrLockLost) {
-		t.Fatalf("Book: %v, want ErrLockLost", err)
+	time.AfterFunc(20*time.Millisecond, func() { close(l.lost) }) // the fault: the lease runs out mid-charge
+	done := make(chan error, 1)
+	go func() {
+		_, err := book(svc, "slow", "a", "A1")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, reservation.ErrLockLost) {
+			t.Fatalf("Book: %v, want ErrLockLost", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the one-minute charge went on for 30s after the lock was lost")
 	}
-	if waited := time.Since(start); waited > 30*time.Second {
-		t.Errorf("the charge went on for %v after the lock was lost", waited)
-	}
-	if got := p.Stats(); got.Charges != 0 {
-		t.Errorf("stats %+v: a charge whose caller lost its lock was made", got)
+	if got := p.Stats(); got.Charges != 0 || got.Voids != 1 {
+		t.Errorf("stats %+v: want the charge of a holder that lost its lock voided (1 void, 0 charges)", got)
 	}
 	seatFree(t, svc, "slow", "A1")
 }
@@ -129,7 +151,7 @@ func TestPaymentNotStartedAfterTheLockWasLost(t *testing.T) {
 	if _, err := book(svc, sc.ID, "a", "A1"); !errors.Is(err, reservation.ErrLockLost) {
 		t.Fatalf("Book: %v, want ErrLockLost", err)
 	}
-	if got := p.Stats(); got != (payment.Stats{}) {
+	if got := p.Stats(); got.Charges != 0 || got.MaxConcurrent != 0 {
 		t.Errorf("stats %+v: a holder that knew its lock was lost started a charge", got)
 	}
 	seatFree(t, svc, sc.ID, "A1")
@@ -161,18 +183,22 @@ func TestPaymentProviderDownIsUnavailable(t *testing.T) {
 	}
 }
 
-// inDoubtStore is a memory store whose Book answers ErrWriteInDoubt, as a
-// Postgres store does when the connection dies during COMMIT: after
-// writing the booking when committed is set (the answer was lost), or
-// without writing it (the commit never happened). While down is set, its
-// reads are unavailable too.
-type inDoubtStore struct {
+// flakyStore is a memory store whose Book fails once, as a Postgres store
+// does when the connection dies during COMMIT: after writing the booking
+// when committed is set (the answer was lost), or without writing it.
+// While settleDown is set, settling a payment fails too (the store is out
+// of reach), which leaves the payment pending, as a crash would.
+type flakyStore struct {
 	*memory.Store
-	committed bool
-	down      atomic.Int32 // reads that still fail before the store answers
+	committed  bool
+	settleDown atomic.Bool
+	failed     atomic.Bool
 }
 
-func (s *inDoubtStore) Book(ctx context.Context, w reservation.Write) error {
+func (s *flakyStore) Book(ctx context.Context, w reservation.Write) error {
+	if s.failed.Swap(true) {
+		return s.Store.Book(ctx, w)
+	}
 	if s.committed {
 		if err := s.Store.Book(ctx, w); err != nil {
 			return err
@@ -181,35 +207,42 @@ func (s *inDoubtStore) Book(ctx context.Context, w reservation.Write) error {
 	return fmt.Errorf("connection reset during COMMIT: %w", reservation.ErrWriteInDoubt)
 }
 
-func (s *inDoubtStore) Booking(ctx context.Context, id string) (reservation.Booking, []byte, error) {
-	if s.down.Add(-1) >= 0 {
-		return reservation.Booking{}, nil, fmt.Errorf("connection refused: %w", reservation.ErrUnavailable)
+func (s *flakyStore) SettlePayment(ctx context.Context, id string, f reservation.SettleFunc) (reservation.Payment, error) {
+	if s.settleDown.Load() {
+		return reservation.Payment{}, fmt.Errorf("connection refused: %w", reservation.ErrUnavailable)
 	}
-	return s.Store.Booking(ctx, id)
+	return s.Store.SettlePayment(ctx, id, f)
 }
 
-// A write whose commit went unanswered is looked up before its charge is
-// refunded: found, the booking stands and keeps its charge (a refund would
-// leave a confirmed seat unpaid); not found, the charge is refunded and
-// the answer is 503. The lookup waits out a store that is briefly away.
+// paidService returns a service over store that charges through a real
+// provider over HTTP, a one-row screening, and the provider.
+func paidService(t *testing.T, store reservation.Store) (*reservation.Service, reservation.Screening, *payment.Provider) {
+	t.Helper()
+	p := payment.NewProvider(payment.ProviderOptions{})
+	srv := httptest.NewServer(p.Handler())
+	t.Cleanup(srv.Close)
+	c, err := payment.NewClient(srv.URL, payment.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := reservation.NewService(store, reservation.Options{Payments: c,
+		Lockers: map[reservation.Strategy]reservation.SeatLocker{reservation.LockRedis: &fakeLocker{fence: 3}}, DefaultLock: reservation.LockRedis})
+	sc, err := svc.CreateScreening(context.Background(), reservation.NewScreening{Movie: "M", Rows: 1, SeatsPerRow: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, sc, p
+}
+
+// A write whose commit went unanswered is decided by its payment: the
+// settle holds the payment and finds it booked (the commit happened: the
+// booking stands and keeps its charge) or pending (it did not: the charge
+// is refunded, the answer is 503).
 func TestPaymentWriteInDoubt(t *testing.T) {
 	for _, committed := range []bool{true, false} {
 		t.Run(fmt.Sprintf("committed=%v", committed), func(t *testing.T) {
-			p := payment.NewProvider(payment.ProviderOptions{})
-			srv := httptest.NewServer(p.Handler())
-			t.Cleanup(srv.Close)
-			c, err := payment.NewClient(srv.URL, payment.ClientOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			store := &inDoubtStore{Store: memory.New(), committed: committed}
-			store.down.Store(2)
-			svc := reservation.NewService(store, reservation.Options{Payments: c,
-				Lockers: map[reservation.Strategy]reservation.SeatLocker{reservation.LockRedis: &fakeLocker{fence: 3}}, DefaultLock: reservation.LockRedis})
-			sc, err := svc.CreateScreening(context.Background(), reservation.NewScreening{Movie: "M", Rows: 1, SeatsPerRow: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
+			store := &flakyStore{Store: memory.New(), committed: committed}
+			svc, sc, p := paidService(t, store)
 			conf, err := book(svc, sc.ID, "ann", "A1")
 			stats := p.Stats()
 			if committed {
@@ -232,56 +265,116 @@ func TestPaymentWriteInDoubt(t *testing.T) {
 	}
 }
 
-// answerAfterLoss is a provider whose charge completes only when answer is
-// closed, or fails when its request is cancelled; it records refunds.
-type answerAfterLoss struct {
-	started chan struct{} // closed when the charge has begun
-	answer  chan struct{}
-	mu      sync.Mutex
-	refunds []string
-}
-
-func (p *answerAfterLoss) Charge(ctx context.Context, _ reservation.Charge) (string, error) {
-	close(p.started)
-	select {
-	case <-p.answer:
-		return "ch-1", nil
-	case <-ctx.Done():
-		return "", ctx.Err()
+// A booking whose process could not settle its payment (here the store was
+// out of reach; a crash between the charge and the commit leaves the same)
+// is retried with the same Idempotency-Key: the retry finds the pending
+// payment and charges under its id again, which the provider answers with
+// the first charge. One charge, one booking.
+func TestPaymentIdempotentRetryChargesOnce(t *testing.T) {
+	store := &flakyStore{Store: memory.New()}
+	store.settleDown.Store(true)
+	svc, sc, p := paidService(t, store)
+	req := reservation.BookRequest{ScreeningID: sc.ID, Seats: []string{"A1"}, Customer: "ann", IdempotencyKey: "k-1"}
+	if _, err := svc.Book(context.Background(), req); !errors.Is(err, reservation.ErrUnavailable) {
+		t.Fatalf("first attempt: %v, want ErrUnavailable", err)
+	}
+	store.settleDown.Store(false)
+	conf, err := svc.Book(context.Background(), req)
+	if err != nil {
+		t.Fatalf("retry with the same key: %v", err)
+	}
+	if got := p.Stats(); got.Charges != 1 || got.Refunds != 0 {
+		t.Errorf("stats %+v: want the first attempt's charge used by the retry, nothing charged twice", got)
+	}
+	again, err := svc.Book(context.Background(), req)
+	if err != nil || again.Booking.ID != conf.Booking.ID {
+		t.Errorf("a third attempt answered %v, %v; want the retry's booking %s again", again.Booking.ID, err, conf.Booking.ID)
 	}
 }
 
-func (p *answerAfterLoss) Refund(_ context.Context, chargeID string) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.refunds = append(p.refunds, chargeID)
-	return nil
-}
-
-// A holder paused past its lease wakes up with the provider's answer
-// already in its socket and its lock already lost. The answer must still
-// be read, so that the charge, which went through, is refunded: a charge
-// cancelled the instant the loss is seen drops its id.
-func TestPaymentAnsweredAfterTheLockWasLost(t *testing.T) {
-	p := &answerAfterLoss{started: make(chan struct{}), answer: make(chan struct{})}
-	l := &fakeLocker{lost: make(chan struct{})}
-	svc, sc := newService(t, l, reservation.Options{Payments: p})
-	errc := make(chan error, 1)
+// A client that hangs up during its payment does not cut the charge off:
+// the charge, the write and the release belong to the service, so the
+// booking is made and paid, and the lock is held until the charge answered
+// (no second holder's charge overlaps it).
+func TestPaymentClientHangsUp(t *testing.T) {
+	p := payment.NewProvider(payment.ProviderOptions{})
+	charging := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/charges" {
+			once.Do(func() { close(charging) })
+		}
+		p.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := payment.NewClient(srv.URL, payment.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, _ := newService(t, &fakeLocker{fence: 5}, reservation.Options{Payments: c})
+	sc, err := svc.CreateScreening(context.Background(), reservation.NewScreening{Movie: "M", Rows: 1, SeatsPerRow: 2, PaymentDelay: ptr(300 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		_, err := book(svc, sc.ID, "ann", "A1")
-		errc <- err
+		<-charging
+		cancel() // the client hangs up mid-charge
 	}()
-	<-p.started
-	close(l.lost)
-	time.Sleep(10 * time.Millisecond) // the answer is read just after the loss
-	close(p.answer)
-	if err := <-errc; !errors.Is(err, reservation.ErrLockLost) {
-		t.Fatalf("Book: %v, want ErrLockLost", err)
+	conf, err := svc.Book(ctx, reservation.BookRequest{ScreeningID: sc.ID, Seats: []string{"A1"}, Customer: "ann"})
+	cancel()
+	if err != nil {
+		t.Fatalf("Book whose client hung up: %v, want the booking made all the same", err)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.refunds) != 1 || p.refunds[0] != "ch-1" {
-		t.Errorf("refunds %v, want the charge that went through (ch-1) refunded", p.refunds)
+	if got, err := svc.Booking(context.Background(), conf.Booking.ID); err != nil || got.Status != reservation.BookingConfirmed {
+		t.Fatalf("booking after the hang-up: %+v, %v; want it confirmed", got, err)
 	}
-	seatFree(t, svc, sc.ID, "A1")
+	if got := p.Stats(); got.Charges != 1 || got.Refunds != 0 || got.Overlaps != 0 {
+		t.Errorf("stats %+v: want one charge, kept", got)
+	}
+}
+
+// What a crashed or paused instance left (a payment recorded and charged,
+// its booking never written) is settled by the reconciler of any instance
+// once it is due, and only then: a refund by the payment's id.
+func TestReconcilerSettlesWhatACrashLeft(t *testing.T) {
+	clock := &testClock{now: time.Now()}
+	store := &flakyStore{Store: memory.NewWithClock(clock.Now)}
+	store.settleDown.Store(true)
+	svc, sc, p := paidService(t, store)
+	if _, err := book(svc, sc.ID, "ann", "A1"); !errors.Is(err, reservation.ErrUnavailable) {
+		t.Fatalf("Book: %v, want ErrUnavailable", err)
+	}
+	store.settleDown.Store(false)
+	if n := settleDue(t, svc); n != 0 {
+		t.Fatalf("the reconciler settled %d payments before they were due, want 0: the booking may still be writing", n)
+	}
+	clock.advance(time.Minute)
+	if n := settleDue(t, svc); n != 1 {
+		t.Fatalf("the reconciler settled %d payments once due, want 1", n)
+	}
+	if got := p.Stats(); got.Charges != 1 || got.Refunds != 1 {
+		t.Errorf("stats %+v: want the orphaned charge refunded", got)
+	}
+	if n := settleDue(t, svc); n != 0 {
+		t.Errorf("a second round settled %d more, want 0", n)
+	}
+}
+
+// testClock is a clock a test moves.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }

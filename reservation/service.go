@@ -36,6 +36,10 @@ type Options struct {
 	// answer). Nil means a simulated payment: a wait of the payment delay.
 	Payments Payments
 
+	// ReconcileEvery is how often Reconcile looks for payments left open.
+	// Zero means DefaultReconcileEvery.
+	ReconcileEvery time.Duration
+
 	// LockWait is the longest a booking waits for its seat locks before it
 	// fails with ErrSeatBusy. Zero means 5s.
 	LockWait time.Duration
@@ -90,6 +94,10 @@ type Service struct {
 
 	// orders caches the best-available order of each layout.
 	orders orders // bestavailable.go
+
+	// settleNow wakes Reconcile before its next round: a cancel has made a
+	// payment due. It holds at most one wake-up; more would change nothing.
+	settleNow chan struct{}
 }
 
 // NewService returns a Service over the store.
@@ -115,7 +123,10 @@ func NewService(store Store, opts Options) *Service {
 	if opts.DefaultHoldTTL <= 0 {
 		opts.DefaultHoldTTL = DefaultHoldTTL
 	}
-	return &Service{store: store, opts: opts}
+	if opts.ReconcileEvery <= 0 {
+		opts.ReconcileEvery = DefaultReconcileEvery
+	}
+	return &Service{store: store, opts: opts, settleNow: make(chan struct{}, 1)}
 }
 
 // checkChoice reports whether the service offers the strategy and guard.
@@ -190,6 +201,7 @@ func (s *Service) Cancel(ctx context.Context, id, token string) error {
 	if b.Status == BookingConfirmed {
 		// A second cancel changes nothing and tells nobody.
 		s.publish(ctx, EventCancelled, b)
+		s.wakeReconciler()
 	}
 	return nil
 }

@@ -14,7 +14,8 @@ import (
 // ErrSeatHeld (as *SeatsHeldError), ErrStaleToken, and ErrUnavailable when
 // the backend cannot be reached.
 type Store interface {
-	HoldStore // holds.go
+	HoldStore    // holds.go
+	PaymentStore // payment.go
 
 	// CreateScreening stores a new screening. It returns ErrConflict if the
 	// id is taken.
@@ -56,16 +57,18 @@ type Store interface {
 	// given to the booking whatever booked or held it before (the last
 	// writer wins).
 	// It returns ErrConflict if the write's idempotency key was used before
-	// on the screening; nothing is written then.
+	// on the screening; nothing is written then. A write with a PaymentID
+	// books that payment in the same transaction (see Write.PaymentID).
 	Book(ctx context.Context, w Write) error
 
 	// Booking returns the booking with the id and the hash of its secret
 	// token, or ErrNotFound.
 	Booking(ctx context.Context, id string) (Booking, []byte, error)
 
-	// Cancel marks a booking cancelled and frees the seats it still holds.
-	// Cancelling a cancelled booking changes nothing. It returns
-	// ErrNotFound if there is no such booking.
+	// Cancel marks a booking cancelled and frees the seats it still holds,
+	// and, in the same transaction, makes the payment that booked it
+	// PaymentRefunding, due at once. Cancelling a cancelled booking changes
+	// nothing. It returns ErrNotFound if there is no such booking.
 	Cancel(ctx context.Context, id string) error
 
 	// Idempotent returns the record of a booking made with the idempotency
@@ -86,6 +89,12 @@ type Write struct {
 	Fences map[string]int64
 	// Idempotency is set when the request carried an Idempotency-Key.
 	Idempotency *IdempotencyRecord
+	// PaymentID, when set, names the pending payment that paid for the
+	// booking (its BookingID must be the booking's id): the write makes it
+	// PaymentBooked, with ChargeID, in its own transaction, and fails with
+	// ErrPaymentSettled, writing nothing, when the payment is not pending.
+	PaymentID string
+	ChargeID  string
 }
 
 // Validate refuses a write that no store could record: a booking id that is

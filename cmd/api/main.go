@@ -140,6 +140,9 @@ type app struct {
 	events   *redisevents.Bus
 	svc      *reservation.Service
 	handler  http.Handler
+	// stopReconciler stops the service's payment reconciler and waits for
+	// it; nil until it runs.
+	stopReconciler func()
 }
 
 // openApp opens the backends and builds the service and its handler,
@@ -174,6 +177,7 @@ func openApp(ctx context.Context, cfg config, reg *prometheus.Registry, logger *
 	if err != nil {
 		return nil, err
 	}
+	a.stopReconciler = startReconciler(a.svc)
 	a.handler = httpapi.NewServer(a.svc, httpapi.Options{
 		Logger:     logger,
 		Registry:   reg,
@@ -184,12 +188,33 @@ func openApp(ctx context.Context, cfg config, reg *prometheus.Registry, logger *
 	return a, nil
 }
 
-// close stops the events, then closes the backends: the events need Redis.
+// close stops the reconciler and the events, then closes the backends:
+// both need them.
 func (a *app) close(logger *slog.Logger) {
+	if a.stopReconciler != nil {
+		a.stopReconciler()
+	}
 	if a.events != nil {
 		a.events.Close()
 	}
 	a.backends.close(logger)
+}
+
+// startReconciler runs the service's payment reconciler (a no-op without
+// a payment provider) until the returned stop is called; stop waits for it.
+// Every instance runs one: the store lets each payment be settled by one
+// reconciler at a time.
+func startReconciler(svc *reservation.Service) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		svc.Reconcile(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // newService builds the booking service over the backends, and makes sure
@@ -202,7 +227,8 @@ func newService(ctx context.Context, cfg config, b *backends, events reservation
 			return nil, err // checked by config.validate
 		}
 		payments = client
-		logger.Info("payments: charging through a provider", "url", cfg.PaymentURL)
+		logger.Info("payments: charging through a provider; a payment left open is settled by the reconciler",
+			"url", cfg.PaymentURL, "settled_within", reservation.PaymentsSettleWithin(cfg.PaymentDelay, reservation.DefaultReconcileEvery))
 	}
 	svc := reservation.NewService(b.store, reservation.Options{
 		Payments:            payments,

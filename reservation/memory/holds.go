@@ -123,8 +123,13 @@ func (s *Store) ConfirmHold(ctx context.Context, holdID string, w reservation.Wr
 		return err
 	}
 	b := w.Booking
+	defer s.claimPayment(w)()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	paid, err := s.pendingFor(w)
+	if err != nil {
+		return err
+	}
 	h, ok := s.holds[holdID]
 	switch {
 	case !ok:
@@ -150,6 +155,7 @@ func (s *Store) ConfirmHold(ctx context.Context, holdID string, w reservation.Wr
 		seats[seat] = seatState{holder: b.ID, fence: seats[seat].fence}
 	}
 	s.addBooking(w)
+	s.booked(paid, w.ChargeID)
 	h.Status = reservation.HoldConfirmed
 	h.BookingID = b.ID
 	return nil

@@ -40,6 +40,12 @@ type Store struct {
 	bookings   map[string]*booking             // booking id → booking
 	idem       map[idemKey]string              // (screening, key hash) → booking id
 	holds      map[string]*hold                // hold id → hold
+	payments   map[string]*payment             // payment id → payment
+	// pendingKeys maps the idempotency key of each pending payment that
+	// has one to the payment's id; paymentOf maps each booking written
+	// with a payment to the payment's id.
+	pendingKeys map[idemKey]string
+	paymentOf   map[string]string
 
 	now func() time.Time // the store's clock, which decides expiry
 }
@@ -70,13 +76,16 @@ func New() *Store { return NewWithClock(time.Now) }
 // clock that decides when holds expire. Tests pass a clock they move.
 func NewWithClock(now func() time.Time) *Store {
 	return &Store{
-		screenings: make(map[string]reservation.Screening),
-		position:   make(map[string]int),
-		seats:      make(map[string]map[string]seatState),
-		bookings:   make(map[string]*booking),
-		idem:       make(map[idemKey]string),
-		holds:      make(map[string]*hold),
-		now:        now,
+		screenings:  make(map[string]reservation.Screening),
+		position:    make(map[string]int),
+		seats:       make(map[string]map[string]seatState),
+		bookings:    make(map[string]*booking),
+		idem:        make(map[idemKey]string),
+		holds:       make(map[string]*hold),
+		payments:    make(map[string]*payment),
+		pendingKeys: make(map[idemKey]string),
+		paymentOf:   make(map[string]string),
+		now:         now,
 	}
 }
 
@@ -227,9 +236,14 @@ func (s *Store) Book(ctx context.Context, w reservation.Write) error {
 		return err
 	}
 	b := w.Booking
+	defer s.claimPayment(w)()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
+	paid, err := s.pendingFor(w)
+	if err != nil {
+		return err
+	}
 	if _, ok := s.screenings[b.ScreeningID]; !ok {
 		return fmt.Errorf("memory: screening %q: %w", b.ScreeningID, reservation.ErrNotFound)
 	}
@@ -263,6 +277,7 @@ func (s *Store) Book(ctx context.Context, w reservation.Write) error {
 		seats[seat] = seatState{holder: b.ID, fence: max(seats[seat].fence, w.Fences[seat])}
 	}
 	s.addBooking(w)
+	s.booked(paid, w.ChargeID)
 	return nil
 }
 
@@ -309,6 +324,9 @@ func (s *Store) Cancel(ctx context.Context, id string) error {
 	b, ok := s.bookings[id]
 	if !ok {
 		return fmt.Errorf("memory: booking %q: %w", id, reservation.ErrNotFound)
+	}
+	if b.Status == reservation.BookingConfirmed {
+		s.owed(id)
 	}
 	b.Status = reservation.BookingCancelled
 	seats := s.seats[b.ScreeningID]

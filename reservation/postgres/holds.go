@@ -202,6 +202,9 @@ func (s *Store) ConfirmHold(ctx context.Context, holdID string, w reservation.Wr
 	case b.ScreeningID != h.ScreeningID || !slices.Equal(b.Seats, h.Seats):
 		return fmt.Errorf("postgres: confirm hold: the booking is not for the seats of hold %s: %w", holdID, reservation.ErrInvalid)
 	}
+	if err := markPaymentBooked(ctx, tx, w); err != nil {
+		return err
+	}
 	batch := &pgx.Batch{}
 	batch.Queue(insertBooking, b.ID, b.ScreeningID, b.Customer, b.Seats, w.TokenHash, b.CreatedAt,
 		nil, nil, nil, nil)

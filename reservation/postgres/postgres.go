@@ -282,6 +282,15 @@ func (s *Store) Book(ctx context.Context, w reservation.Write) error {
 	if err := w.Validate(); err != nil {
 		return err
 	}
+	if w.PaymentID != "" {
+		// A paid booking waited for its payment; it waits for no batch.
+		conn, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return translate("book", err)
+		}
+		defer conn.Release()
+		return bookAlone(ctx, conn, w)
+	}
 	return s.committer.book(ctx, w)
 }
 
@@ -307,6 +316,10 @@ type execer interface {
 // commits (on success) or rolls back. It returns the driver's error, for
 // bookError to translate.
 func book(ctx context.Context, q execer, w reservation.Write) error {
+	if w.PaymentID != "" {
+		_, err := q.Exec(ctx, bookPaid, append([]any{w.PaymentID, w.ChargeID}, bookArgs(w)...)...)
+		return err
+	}
 	_, err := q.Exec(ctx, bookSeats, bookArgs(w)...)
 	return err
 }
@@ -343,6 +356,8 @@ func bookError(err error) error {
 		return &reservation.SeatsHeldError{Seats: strings.Split(pgErr.Detail, ",")}
 	case "SLSTL":
 		return fmt.Errorf("postgres: book: %w", reservation.ErrStaleToken)
+	case "SLPAY":
+		return fmt.Errorf("postgres: book: %w", reservation.ErrPaymentSettled)
 	}
 	return translate("book", err)
 }
@@ -418,7 +433,8 @@ func booking(ctx context.Context, q querier, id string) (reservation.Booking, []
 }
 
 // cancelBooking marks the booking cancelled and frees the seats it still
-// holds, in one statement (so one implicit transaction). The seats are
+// holds, in one statement (so one implicit transaction); the payment that
+// booked it becomes owed back (refunding, due at once). The seats are
 // locked in sorted order, the order Book writes them in, so that a cancel
 // and a booking of the same seats cannot deadlock. It returns the number of
 // bookings found: 0 or 1.
@@ -427,6 +443,9 @@ WITH cancelled AS (
     UPDATE bookings SET status = 'cancelled'
     WHERE id = $1
     RETURNING screening_id, seats
+), owed AS (
+    UPDATE payments SET status = 'refunding', settle_after = now()
+    WHERE booking_id = $1 AND status = 'booked'
 ), held AS (
     SELECT s.screening_id, s.seat
     FROM seats s JOIN cancelled c ON s.screening_id = c.screening_id AND s.seat = ANY (c.seats)

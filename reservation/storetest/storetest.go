@@ -29,6 +29,7 @@ func Run(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("copies", func(t *testing.T) { testCopies(t, newStore) })
 	t.Run("concurrency", func(t *testing.T) { testConcurrency(t, newStore) })
 	t.Run("holds", func(t *testing.T) { testHolds(t, newStore) })
+	t.Run("payments", func(t *testing.T) { testPayments(t, newStore) })
 	t.Run("ping", func(t *testing.T) {
 		if err := newStore(t).Ping(t.Context()); err != nil {
 			t.Fatalf("Ping: %v", err)
