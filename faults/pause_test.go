@@ -61,20 +61,18 @@ func pauseRow(t *testing.T, pay *payments, before payment.Stats, name string, a,
 	if held == 2 {
 		double = 1
 	}
-	confirmed := 0
-	for _, g := range []answer{a, b} {
-		if g.status == http.StatusCreated {
-			confirmed++
-		}
+	// A charge whose booking was not confirmed, or was cancelled, is
+	// settled by its payment's id: by A when it resumes, by the reconciler
+	// for a cancel. Once settled, charges minus refunds is the bookings
+	// that stand.
+	unrefunded := (after.Charges - before.Charges) - (after.Refunds - before.Refunds) - int64(held)
+	for deadline := time.Now().Add(20 * time.Second); unrefunded != 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		after = pay.Stats()
+		unrefunded = (after.Charges - before.Charges) - (after.Refunds - before.Refunds) - int64(held)
 	}
-	// When A resumes, the provider's answer to its charge is already in
-	// its socket and its lock already lost: the charge must still be read
-	// and refunded (reservation's lostGrace), so that charges minus
-	// refunds is the bookings confirmed.
-	unrefunded := (after.Charges - before.Charges) - (after.Refunds - before.Refunds) - int64(confirmed)
 	if unrefunded != 0 {
-		t.Errorf("%s: charges %d, refunds %d, bookings confirmed %d: %d charged without a booking",
-			name, after.Charges-before.Charges, after.Refunds-before.Refunds, confirmed, unrefunded)
+		t.Errorf("%s: charges %d, refunds %d, bookings standing %d: %d charged without a booking, not settled within 20s",
+			name, after.Charges-before.Charges, after.Refunds-before.Refunds, held, unrefunded)
 	}
 	during := payment.Stats{Overlaps: after.Overlaps - before.Overlaps, Charges: after.Charges - before.Charges,
 		Refunds: after.Refunds - before.Refunds, RefusedStale: after.RefusedStale - before.RefusedStale}
@@ -228,11 +226,13 @@ var pausedInWriteCases = []pausedInWriteCase{
 func pausedInWrite(t *testing.T, r *pauseRig, tt pausedInWriteCase, name string) {
 	before := r.pay.Stats()
 	s := createScreening(t, r.b.url, `{"movie":"Pause","rows":1,"seats_per_row":4,"payment_delay_ms":500,"guard":"`+tt.guard+`"}`)
+	charging := r.pay.chargeStarted(s.ID)
 	pa := bookAsync(r.a.url, s.ID, "paused", "A1")
 	owner := waitLocked(t, r.rc, s.ID, "A1")["A1"]
-	// A checks A1 right after it takes the lock; give that read time to
-	// pass the proxy before the gate closes.
-	time.Sleep(100 * time.Millisecond)
+	// A checks A1 and records its payment before it charges: once its
+	// charge has reached the provider, the next statement A sends to
+	// Postgres is its write.
+	awaitPayment(t, charging, pa, "A")
 	held := r.proxy.hold()
 	t.Cleanup(r.proxy.release)
 	// A's payment ends, it finds its lock held, and sends the write: the

@@ -32,9 +32,6 @@ type Stats struct {
 	// Charges counts the charges made; Refunds, those given back.
 	Charges int64 `json:"charges"`
 	Refunds int64 `json:"refunds"`
-	// Voids counts the idempotency keys voided: refunded before a charge
-	// completed under them. A void is not a charge.
-	Voids int64 `json:"voids"`
 	// Overlaps counts the charges that started for a seat while another
 	// charge for the same seat was still in progress: two lock holders at
 	// once.
@@ -44,6 +41,9 @@ type Stats struct {
 	// MaxConcurrent is the largest number of charges ever in progress at
 	// once for one seat: 1 while every lock held.
 	MaxConcurrent int64 `json:"max_concurrent"`
+	// Voids counts the idempotency keys voided: refunded before a charge
+	// completed under them. A void is not a charge.
+	Voids int64 `json:"voids"`
 }
 
 // ProviderOptions configure a Provider. The zero value works.
