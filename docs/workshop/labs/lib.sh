@@ -39,6 +39,13 @@
 #                          check an answer saved by curl -w '%{http_code}\n'
 #   lab_wait_log NAME REGEX
 #                          wait up to 10 s for a line of NAME's log to match
+#   lab_until SECONDS WHAT COMMAND...
+#                          run COMMAND every half second until its output is
+#                          not empty and it succeeds; fail after SECONDS,
+#                          saying WHAT it waited for
+#   lab_wait_settled DB SCREENING
+#                          wait up to 30 s until no payment of the screening
+#                          in the database DB is open (pending or refunding)
 #   lab_cleanup            stop everything started above, drop the databases
 #   lab_script TEXT        (what every lab script calls first; not for a terminal)
 #                          set -eu, work from the repository root, clean up
@@ -60,6 +67,28 @@ lab_build() {
 	mkdir -p "$BIN"
 	[ -x "$BIN/api" ] && [ -x "$BIN/loadgen" ] && [ -n "${LAB_PREBUILT:-}" ] && return 0
 	(cd "$LAB_REPO" && go build -o "$BIN/api" ./cmd/api && go build -o "$BIN/loadgen" ./cmd/loadgen)
+}
+
+lab_until() {
+	local seconds=$1 what=$2 i
+	shift 2
+	for i in $(seq $((seconds * 2))); do
+		[ -n "$("$@" 2>/dev/null)" ] && return 0
+		sleep 0.5
+	done
+	echo "lab_until: not within $seconds s: $what" >&2
+	return 1
+}
+
+lab_wait_settled() {
+	local i open
+	for i in $(seq 60); do
+		open=$(psql "$1" -Atc "select count(*) from payments where screening_id = '$2' and status in ('pending', 'refunding')")
+		[ "$open" = 0 ] && return 0
+		sleep 0.5
+	done
+	echo "lab_wait_settled: payments of $2 still open after 30 s" >&2
+	return 1
 }
 
 lab_db() {
