@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seatlock/seatlock/payment"
+	"github.com/seatlock/seatlock/reservation"
 )
 
 // payments is the payment package's in-memory provider, served to the API
@@ -113,15 +114,28 @@ func (p *payments) noticeCharge(body []byte) {
 // booking answered 409 lock_lost (its holder is not the newest any more),
 // so there must be at least as many of those among answers (every answer
 // of the case) as refusals.
+//
+// A payment whose settle failed (its store or the provider was out of
+// reach during the fault) is settled by a reconciler once it is overdue, so
+// the check waits for that, up to settleWait.
 func (p *payments) checkCharges(t *testing.T, confirmed int, answers []answer) payment.Stats {
 	t.Helper()
 	stats := p.Stats()
+	for deadline := time.Now().Add(settleWait); stats.Charges-stats.Refunds != int64(confirmed) && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		stats = p.Stats()
+	}
 	if got := stats.Charges - stats.Refunds; got != int64(confirmed) {
-		t.Errorf("charges %d - refunds %d = %d, want the %d bookings confirmed", stats.Charges, stats.Refunds, got, confirmed)
+		t.Errorf("charges %d - refunds %d = %d, want the %d bookings confirmed, not settled within %v", stats.Charges, stats.Refunds, got, confirmed, settleWait)
 	}
 	checkRefused(t, stats, answers)
 	return stats
 }
+
+// settleWait bounds the wait for the payments of a fault case to settle:
+// the longest a payment stays open (reservation.PaymentsSettleWithin, for
+// the cases' payment delays of at most 1 s), and a margin for a loaded
+// machine.
+var settleWait = reservation.PaymentsSettleWithin(time.Second, reservation.DefaultReconcileEvery) + 10*time.Second
 
 // checkRefused fails t when the provider refused more charges as stale
 // than answers say 409 lock_lost: a refused charge answered otherwise.

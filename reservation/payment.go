@@ -261,15 +261,39 @@ const settleTimeout = 10 * time.Second
 // voided. It returns the payment's status after; PaymentPending when the
 // store or the provider could not be reached, which leaves the payment to
 // the reconciler.
+//
+// A store out of reach is tried again, for up to settleTimeout: after a
+// write in doubt, the payment is what tells the client whether it has a
+// booking. A provider out of reach is not: the reconciler tries later.
 func (s *Service) settle(ctx context.Context, id string) PaymentStatus {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	p, err := s.store.SettlePayment(ctx, id, s.refund)
-	if err != nil {
-		s.opts.Logger.Warn("settling a payment: left to the reconciler", "payment_id", id, "err", err)
-		return PaymentPending
+	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		asked := false // the provider was asked: the store answered
+		p, err := s.store.SettlePayment(ctx, id, func(ctx context.Context, p Payment) (PaymentStatus, error) {
+			asked = true
+			return s.refund(ctx, p)
+		})
+		if err == nil {
+			return p.Status
+		}
+		if asked || !errors.Is(err, ErrUnavailable) || sleep(ctx, pause) != nil {
+			s.opts.Logger.Warn("settling a payment: left to the reconciler", "payment_id", id, "err", err)
+			return PaymentPending
+		}
 	}
-	return p.Status
+}
+
+// sleep waits d, or until ctx ends (its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // refund is the SettleFunc of the service: it refunds or voids the payment

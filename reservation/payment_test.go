@@ -186,8 +186,8 @@ func TestPaymentProviderDownIsUnavailable(t *testing.T) {
 // flakyStore is a memory store whose Book fails once, as a Postgres store
 // does when the connection dies during COMMIT: after writing the booking
 // when committed is set (the answer was lost), or without writing it.
-// While settleDown is set, settling a payment fails too (the store is out
-// of reach), which leaves the payment pending, as a crash would.
+// While settleDown is set, settling a payment fails too, which leaves the
+// payment pending, as a crash would.
 type flakyStore struct {
 	*memory.Store
 	committed  bool
@@ -209,7 +209,9 @@ func (s *flakyStore) Book(ctx context.Context, w reservation.Write) error {
 
 func (s *flakyStore) SettlePayment(ctx context.Context, id string, f reservation.SettleFunc) (reservation.Payment, error) {
 	if s.settleDown.Load() {
-		return reservation.Payment{}, fmt.Errorf("connection refused: %w", reservation.ErrUnavailable)
+		// Not ErrUnavailable, which the service would try again for a
+		// while before it leaves the payment to the reconciler.
+		return reservation.Payment{}, errors.New("the store refused the settle")
 	}
 	return s.Store.SettlePayment(ctx, id, f)
 }
