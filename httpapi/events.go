@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -201,6 +202,9 @@ const sseWriteTimeout = 10 * time.Second
 // Hub) or when the hub closes at shutdown; the browser's EventSource then
 // reconnects by itself and gets a fresh snapshot.
 func handleEvents(svc *reservation.Service, hub *Hub, heartbeat time.Duration) gin.HandlerFunc {
+	// Only a service in demo mode offers lock "none", and only one in demo
+	// mode sends "entered" and "left" (see reservation.Options.Demo).
+	demo := slices.Contains(svc.Strategies(), string(reservation.LockNone))
 	return func(c *gin.Context) {
 		if hub == nil {
 			respondCode(c, http.StatusNotFound, codeNotFound, "live events are not enabled on this server")
@@ -235,7 +239,7 @@ func handleEvents(svc *reservation.Service, hub *Hub, heartbeat time.Duration) g
 		c.Status(http.StatusOK)
 		w := sseWriter{w: c.Writer, rc: http.NewResponseController(c.Writer)}
 		// "retry" makes a browser reconnect after a second, not three.
-		if !w.send([]byte("retry: 1000\n\n" + sseEvent("snapshot", toSnapshotJSON(sc, seats)))) {
+		if !w.send([]byte("retry: 1000\n\n" + sseEvent("snapshot", toSnapshotJSON(sc, seats, demo)))) {
 			return
 		}
 		relay(ctx, w, s, heartbeat)

@@ -186,14 +186,17 @@ type createBookingJSON struct {
 }
 
 // snapshotJSON is the first event of a live stream: the screening and all
-// of its seats.
+// of its seats, and whether the server runs in demo mode, the only mode in
+// which "entered" and "left" follow: a page shows its lock timeline then,
+// and only then.
 type snapshotJSON struct {
 	Screening screeningJSON `json:"screening"`
 	Seats     []seatJSON    `json:"seats"`
+	Demo      bool          `json:"demo"`
 }
 
-func toSnapshotJSON(sc reservation.Screening, seats []reservation.Seat) snapshotJSON {
-	return snapshotJSON{Screening: toScreeningJSON(sc), Seats: toSeatsJSON(seats)}
+func toSnapshotJSON(sc reservation.Screening, seats []reservation.Seat, demo bool) snapshotJSON {
+	return snapshotJSON{Screening: toScreeningJSON(sc), Seats: toSeatsJSON(seats), Demo: demo}
 }
 
 // eventJSON is an event of a live stream: "booked" and "cancelled" carry a
