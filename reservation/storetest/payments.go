@@ -61,6 +61,12 @@ func testPayments(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("pending payments are found by idempotency key", func(t *testing.T) { testPaymentKeys(t, newStore(t)) })
 	t.Run("a booking waits for a settle in progress", func(t *testing.T) { testSettleExcludesBook(t, newStore(t)) })
 	t.Run("settle due", func(t *testing.T) { testSettleDue(t, newStore(t)) })
+	testPaymentOutcomes(t, newStore)
+}
+
+// testPaymentOutcomes checks what a cancel and a hold's confirm do to a
+// payment.
+func testPaymentOutcomes(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("a cancel makes the payment owed", func(t *testing.T) {
 		store := newStore(t)
 		sc := newScreening(t, store)
