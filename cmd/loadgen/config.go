@@ -203,10 +203,10 @@ func (c *config) validate() error {
 		return usagef("-hold-ttl %v: want 1s to 1h", c.holdTTL)
 	case c.rate > 0 && (c.scenario == scenarioHold || c.scenario == scenarioBest):
 		return usagef("-rate: the %s scenario runs closed loop only", c.scenario)
-	case c.watchers > 0 && (c.scenario == scenarioHold || c.scenario == scenarioBest):
-		return usagef("-watchers: not offered with the %s scenario", c.scenario)
 	case c.watchers > 0 && c.scenario == scenarioHealthz:
 		return usagef("-watchers: the healthz scenario has no screening to watch")
+	case c.payments != "" && c.scenario == scenarioHealthz:
+		return usagef("-payments: the healthz scenario books nothing to pay for")
 	}
 	return nil
 }

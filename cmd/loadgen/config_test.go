@@ -26,6 +26,7 @@ func TestBadFlagsExitTwo(t *testing.T) {
 		{"stray argument", []string{"extra"}},
 		{"compare with -screening", []string{"compare", "-screening", "demo"}},
 		{"compare with bad flag", []string{"compare", "-nope"}},
+		{"healthz with -payments", []string{"-scenario", "healthz", "-payments", "http://127.0.0.1:9"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
