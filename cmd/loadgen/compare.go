@@ -85,8 +85,9 @@ func runCompare(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(struct {
-			Results []*report `json:"results"`
-		}{results})
+			CleanMeans string    `json:"clean_means"`
+			Results    []*report `json:"results"`
+		}{cleanMeansOnce(results), results})
 	} else {
 		err = writeCompare(stdout, results)
 	}
@@ -102,6 +103,20 @@ func runCompare(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 		return fmt.Errorf("%w: safe strategies double-booked or lost bookings: %s", errUnsafe, strings.Join(unsafe, ", "))
 	}
 	return nil
+}
+
+// cleanMeansOnce takes what clean means off every result and returns it,
+// for the report to say it once: every strategy runs the same scenario,
+// so it means the same for all.
+func cleanMeansOnce(results []*report) string {
+	means := ""
+	for _, r := range results {
+		if means == "" {
+			means = r.CleanMeans
+		}
+		r.CleanMeans = ""
+	}
+	return means
 }
 
 // writeCompare prints one row per strategy. A refused strategy's row has

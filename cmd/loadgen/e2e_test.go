@@ -104,7 +104,8 @@ func TestRunTextReport(t *testing.T) {
 }
 
 // The text report's last line is the verdict, and it matches the exit
-// status: CLEAN with 0, FAILED and what failed with 1.
+// status: CLEAN with 0, HARMED and the harms with 0, FAILED and what
+// failed with 1.
 func TestRunVerdictLine(t *testing.T) {
 	doubleBooking := &fakeAPI{}
 	doubleBooking.doubleBook.Store(true)
@@ -117,9 +118,11 @@ func TestRunVerdictLine(t *testing.T) {
 	}{
 		{"clean", &fakeAPI{}, []string{"-seats", "2"}, 0, `^result +CLEAN$`},
 		{"double-booked and lost", doubleBooking, []string{"-seats", "2"}, 1,
-			`^result +FAILED: DOUBLE-BOOKED \(2 seats\), LOST \([0-9]+ bookings\); exit status 1$`},
+			`^result +FAILED: DOUBLE-BOOKED \(2 seats\), LOST \([0-9]+ bookings\); also NOT LINEARIZABLE \(2 seats\); exit status 1$`},
 		{"booked against a refusal", &fakeAPI{refuseAfterBooking: 5}, []string{"-scenario", "spread"}, 1,
-			`^result +FAILED: BOOKED AGAINST A REFUSAL \(10 seats\); exit status 1$`},
+			`^result +FAILED: BOOKED AGAINST A REFUSAL \(10 seats\); also NOT LINEARIZABLE \(10 seats\); exit status 1$`},
+		{"errors are harm, not failure", &fakeAPI{failConflicts: 4}, []string{"-seats", "2"}, 0,
+			`^result +HARMED: ERRORS \([0-9]+ requests\); exit status 0$`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			url := newFakeAPI(t, tc.api)

@@ -85,11 +85,6 @@ type holdCounts struct {
 	SoldOutWithFreeSeats int `json:"sold_out_with_free_seats"`
 }
 
-// failed reports a safety violation among the figures.
-func (h *holdCounts) failed() bool {
-	return h != nil && (h.ConfirmedAfterExpiry > 0 || h.AbandonedSeatsNotFreed > 0 || h.SoldOutWithFreeSeats > 0)
-}
-
 // holdRun is what one request of a hold or best run did, beyond its
 // record.
 type holdRun struct {

@@ -73,7 +73,7 @@ func TestTicketingAgainstRealAPI(t *testing.T) {
 func TestVerdictNamesHoldViolations(t *testing.T) {
 	rep := &report{Scenario: scenarioHold, Holds: &holdCounts{ConfirmedAfterExpiry: 1, AbandonedSeatsNotFreed: 3}}
 	want := "FAILED: CONFIRMED AFTER EXPIRY (1 confirm), ABANDONED NOT FREED (3 seats); exit status 1"
-	if got := rep.verdict(); got != want {
+	if got := rep.verdictLine(); got != want {
 		t.Errorf("verdict %q, want %q", got, want)
 	}
 	rep.Holds = &holdCounts{SoldOutWithFreeSeats: 2}

@@ -69,6 +69,22 @@ func TestHTMLReport(t *testing.T) {
 		}
 	})
 
+	t.Run("one harmed run: not green, every harm named", func(t *testing.T) {
+		rep := &report{Scenario: scenarioMixed, Strategy: "keyed", Guard: "fence", Payments: &paymentCounts{Charges: 120, Refunds: 16, Overlaps: 8}}
+		rep.judge()
+		var page strings.Builder
+		if err := writeHTML(&page, "harmed", []*report{rep}); err != nil {
+			t.Fatal(err)
+		}
+		want := `<p class="verdict harmed"><strong>result: HARMED: OVERLAPS (8 charges), REFUNDS (16 charges); exit status 0</strong>`
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("the page lacks %s", want)
+		}
+		if n := strings.Count(page.String(), "Clean means"); n != 1 {
+			t.Errorf("the page says what clean means %d times, want once", n)
+		}
+	})
+
 	t.Run("open loop: latency from the intended send time", func(t *testing.T) {
 		code, _, stderr := runLoadgen(t, nil, "-targets", url, "-scenario", "spread", "-rate", "500", "-clients", "4", "-requests", "50", "-html", filepath.Join(dir, "open.html"))
 		if code != 0 {

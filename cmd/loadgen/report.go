@@ -74,6 +74,13 @@ type report struct {
 	counts
 	Linearizable         verdict  `json:"linearizable"`
 	NonLinearizableSeats []string `json:"non_linearizable_seats,omitempty"`
+
+	// Result is CLEAN, HARMED, FAILED or NOT VERIFIED, and Harms every
+	// harm the run showed (verdict.go); CleanMeans says what a clean
+	// result needs of this run.
+	Result     string `json:"result,omitempty"`
+	Harms      []harm `json:"harms,omitempty"`
+	CleanMeans string `json:"clean_means,omitempty"`
 }
 
 // newReport starts the report of a run of cfg: what was asked for. The
@@ -100,11 +107,6 @@ type latencies struct {
 	P999 float64 `json:"p999"`
 	Max  float64 `json:"max"`
 	Mean float64 `json:"mean"`
-}
-
-// failed reports whether the run found a safety violation (exit status 1).
-func (r *report) failed() bool {
-	return r.Refused == "" && (r.counts.failed() || r.Holds.failed())
 }
 
 // summarize fills in the request counts, throughput, latency and
@@ -245,54 +247,9 @@ func writeText(w io.Writer, r *report) error {
 		lin += " (seats: " + strings.Join(r.NonLinearizableSeats, ", ") + ")"
 	}
 	row("linearizable", "%s", lin)
-	row("result", "%s", r.verdict())
+	row("clean means", "%s", r.CleanMeans)
+	row("result", "%s", r.verdictLine())
 	return tw.Flush()
-}
-
-// verdict is the report's conclusion in one line, matching the exit
-// status: CLEAN (0), or FAILED with what failed (1).
-func (r *report) verdict() string {
-	if r.Scenario == scenarioHealthz {
-		return "NOT VERIFIED: healthz books nothing (exit status 0)"
-	}
-	if !r.failed() {
-		return "CLEAN"
-	}
-	return "FAILED: " + strings.Join(r.failures(), ", ") + "; exit status 1"
-}
-
-// failures names what made the run fail, with how much of it.
-func (r *report) failures() []string {
-	var h holdCounts
-	if r.Holds != nil {
-		h = *r.Holds
-	}
-	found := []struct {
-		n          int
-		what, unit string
-	}{
-		{r.DoubleBookedSeats, "DOUBLE-BOOKED", "seat"},
-		{r.LostBookings, "LOST", "booking"},
-		{r.PhantomSeatsContradicted, "BOOKED AGAINST A REFUSAL", "seat"},
-		{h.ConfirmedAfterExpiry, "CONFIRMED AFTER EXPIRY", "confirm"},
-		{h.AbandonedSeatsNotFreed, "ABANDONED NOT FREED", "seat"},
-		{h.SoldOutWithFreeSeats, "SOLD OUT WITH FREE SEATS", "seat"},
-	}
-	var out []string
-	for _, f := range found {
-		if f.n > 0 {
-			out = append(out, fmt.Sprintf("%s (%s)", f.what, plural(f.n, f.unit)))
-		}
-	}
-	return out
-}
-
-// plural is "1 seat", "2 seats".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // writeTimelineText prints the timeline as a table, one row per bucket,

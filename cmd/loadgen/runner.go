@@ -49,9 +49,24 @@ func runScenario(ctx context.Context, cfg config, p progress) (*report, error) {
 			return nil, usagef("target %s is unreachable (waited %v): %v", t, startupWait, err)
 		}
 	}
+	var rep *report
+	var err error
 	if cfg.scenario == scenarioHealthz {
-		return runHealthz(ctx, c, cfg, p)
+		rep, err = runHealthz(ctx, c, cfg, p)
+	} else {
+		rep, err = runBookings(ctx, c, cfg, p)
 	}
+	if err != nil {
+		return nil, err
+	}
+	rep.judge()
+	return rep, nil
+}
+
+// runBookings runs a scenario that books: it prepares the screenings,
+// sends the load, then verifies the result from the answers and the final
+// seat map.
+func runBookings(ctx context.Context, c *client, cfg config, p progress) (*report, error) {
 	sr, err := prepareRun(ctx, c, cfg)
 	if err != nil {
 		return nil, err
