@@ -75,7 +75,7 @@ func runCompare(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 			return fmt.Errorf("%s/%s: %w", s.lock, s.guard, err)
 		}
 		if s.safe() && rep.failed() {
-			unsafe = append(unsafe, s.lock+"/"+s.guard)
+			unsafe = append(unsafe, fmt.Sprintf("%s/%s (%s)", s.lock, s.guard, strings.Join(rep.failures(), ", ")))
 		}
 		results = append(results, rep)
 	}
@@ -100,7 +100,7 @@ func runCompare(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 		}
 	}
 	if len(unsafe) > 0 {
-		return fmt.Errorf("%w: safe strategies double-booked or lost bookings: %s", errUnsafe, strings.Join(unsafe, ", "))
+		return fmt.Errorf("%w: safe strategies failed: %s", errUnsafe, strings.Join(unsafe, "; "))
 	}
 	return nil
 }
@@ -157,6 +157,9 @@ func writeCompare(w io.Writer, results []*report) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, line := range thresholdSummary(results) {
+		fmt.Fprintln(w, "threshold "+line)
 	}
 	note := "\nnone and guard off are unsafe on purpose: only the other strategies must show 0 double-booked and 0 lost."
 	if withPayments {

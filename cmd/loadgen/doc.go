@@ -43,10 +43,14 @@
 // HARMED (overlapping charges, refunds, stale charges refused, errors, a
 // history that is not linearizable: named, exit status 0) or FAILED.
 //
+// Thresholds, as k6 has them (-max-overlaps, -max-refunds, -max-errors,
+// -max-p99, -min-rps), fail the run when a figure crosses them, and are
+// listed in the report, passed or not.
+//
 // Exit status: 0 when nothing failed, 1 when a seat was double-booked, a
-// confirmed booking was lost, or a seat was booked for a request that was
-// refused; 2 for bad usage, unreachable targets or a run that could not be
-// verified.
+// confirmed booking was lost, a seat was booked for a request that was
+// refused, or a threshold was crossed; 2 for bad usage, unreachable
+// targets or a run that could not be verified.
 // (go run turns every failure into its own exit status 1: build loadgen
 // where the status matters.) A target that does not answer yet is retried
 // for up to 5 seconds before it counts as unreachable.

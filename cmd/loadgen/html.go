@@ -79,6 +79,12 @@ svg{font:11px system-ui,sans-serif} .charts{display:flex;flex-wrap:wrap;gap:1rem
 		r := runs[0]
 		fmt.Fprintf(&b, "<p class=\"verdict %s\"><strong>result: %s</strong></p>\n", resultClass(r), esc(r.verdictLine()))
 		fmt.Fprintf(&b, "<p class=\"clean-means\">Clean means %s.</p>\n", esc(r.CleanMeans))
+		thresholdTable(&b, r.Thresholds)
+	}
+	if len(runs) > 1 {
+		for _, line := range thresholdSummary(runs) {
+			fmt.Fprintf(&b, "<p class=\"threshold\">threshold %s</p>\n", esc(line))
+		}
 	}
 
 	var ran []*report
@@ -134,6 +140,22 @@ svg{font:11px system-ui,sans-serif} .charts{display:flex;flex-wrap:wrap;gap:1rem
 	b.WriteString("</body></html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// thresholdTable lists the thresholds of a run: limit, measured, passed.
+func thresholdTable(b *strings.Builder, ts []threshold) {
+	if len(ts) == 0 {
+		return
+	}
+	b.WriteString("<table class=\"thresholds\"><tr><th>threshold</th><th>measured</th><th>result</th></tr>\n")
+	for _, t := range ts {
+		result, cls := "passed", "clean"
+		if !t.Passed {
+			result, cls = "CROSSED", "failed"
+		}
+		fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td><td class=\"%s\">%s</td></tr>\n", html.EscapeString(t.String()), html.EscapeString(t.measured()), cls, result)
+	}
+	b.WriteString("</table>\n")
 }
 
 // resultClass is the CSS class of a run's result: green only when clean.

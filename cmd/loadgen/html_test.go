@@ -71,7 +71,7 @@ func TestHTMLReport(t *testing.T) {
 
 	t.Run("one harmed run: not green, every harm named", func(t *testing.T) {
 		rep := &report{Scenario: scenarioMixed, Strategy: "keyed", Guard: "fence", Payments: &paymentCounts{Charges: 120, Refunds: 16, Overlaps: 8}}
-		rep.judge()
+		rep.judge(nil)
 		var page strings.Builder
 		if err := writeHTML(&page, "harmed", []*report{rep}); err != nil {
 			t.Fatal(err)

@@ -81,6 +81,8 @@ type report struct {
 	Result     string `json:"result,omitempty"`
 	Harms      []harm `json:"harms,omitempty"`
 	CleanMeans string `json:"clean_means,omitempty"`
+	// Thresholds are those of the -max-* and -min-* flags, measured.
+	Thresholds []threshold `json:"thresholds,omitempty"`
 }
 
 // newReport starts the report of a run of cfg: what was asked for. The
@@ -247,6 +249,9 @@ func writeText(w io.Writer, r *report) error {
 		lin += " (seats: " + strings.Join(r.NonLinearizableSeats, ", ") + ")"
 	}
 	row("linearizable", "%s", lin)
+	for _, t := range r.Thresholds {
+		row("threshold", "%s", t.line())
+	}
 	row("clean means", "%s", r.CleanMeans)
 	row("result", "%s", r.verdictLine())
 	return tw.Flush()

@@ -59,7 +59,7 @@ func runScenario(ctx context.Context, cfg config, p progress) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep.judge()
+	rep.judge(cfg.thresholds)
 	return rep, nil
 }
 

@@ -85,15 +85,17 @@ func (r *report) harms() []harm {
 	var out []harm
 	for _, k := range harmKinds {
 		if n := figures[k.figure]; n > 0 {
-			out = append(out, harm{Figure: k.figure, Count: n, Fails: k.fails})
+			_, crossed := r.crossed(k.figure)
+			out = append(out, harm{Figure: k.figure, Count: n, Fails: k.fails || crossed})
 		}
 	}
 	return out
 }
 
-// judge fills in the report's verdict: its result, its harms and what
-// clean means for it.
-func (r *report) judge() {
+// judge fills in the report's verdict: the thresholds of specs measured
+// on it, its result, its harms and what clean means for it.
+func (r *report) judge(specs []thresholdSpec) {
+	r.Thresholds = evaluate(specs, r)
 	r.Harms = r.harms()
 	r.Result = r.result()
 	r.CleanMeans = r.cleanMeans()
@@ -116,10 +118,39 @@ func (r *report) result() string {
 }
 
 // failed reports whether the run failed (exit status 1): a harm that
-// fails by itself.
+// fails by itself, or a threshold crossed.
 func (r *report) failed() bool {
+	failing, _ := r.items()
+	return len(failing) > 0
+}
+
+// items names what the verdict lists: every harm, with the threshold it
+// crossed if it did, and the thresholds crossed on figures that are not
+// harms (latency, throughput). failing are those that fail the run.
+func (r *report) items() (failing, other []string) {
 	for _, h := range r.harms() {
+		s := h.String()
+		if t, ok := r.crossed(h.Figure); ok {
+			s = strings.TrimSuffix(s, ")") + ", " + t.crossing() + ")"
+		}
 		if h.Fails {
+			failing = append(failing, s)
+		} else {
+			other = append(other, s)
+		}
+	}
+	for _, t := range r.Thresholds {
+		if !t.Passed && !isHarm(t.Figure) {
+			failing = append(failing, fmt.Sprintf("%s (%s, %s)", t.kind.label, t.measured(), t.crossing()))
+		}
+	}
+	return failing, other
+}
+
+// isHarm reports whether figure counts a harm.
+func isHarm(figure string) bool {
+	for _, k := range harmKinds {
+		if k.figure == figure {
 			return true
 		}
 	}
@@ -129,14 +160,7 @@ func (r *report) failed() bool {
 // verdict is the report's conclusion in one line: its result and every
 // harm, those that fail the run first.
 func (r *report) verdict() string {
-	var failing, other []string
-	for _, h := range r.harms() {
-		if h.Fails {
-			failing = append(failing, h.String())
-		} else {
-			other = append(other, h.String())
-		}
-	}
+	failing, other := r.items()
 	if r.Refused != "" {
 		return "REFUSED: " + r.Refused
 	}
@@ -175,13 +199,8 @@ func (r *report) verdictLine() string {
 
 // failures names what made the run fail, with how much of it.
 func (r *report) failures() []string {
-	var out []string
-	for _, h := range r.harms() {
-		if h.Fails {
-			out = append(out, h.String())
-		}
-	}
-	return out
+	failing, _ := r.items()
+	return failing
 }
 
 // String names the harm as the verdict line does: "OVERLAPS (8 charges)".
@@ -197,6 +216,9 @@ func (h harm) String() string {
 // cleanMeans says what a clean result would have needed of this run.
 func (r *report) cleanMeans() string {
 	if r.Scenario == scenarioHealthz {
+		if len(r.Thresholds) > 0 {
+			return "no error, and every threshold met"
+		}
 		return "no error"
 	}
 	s := "no seat double-booked, no booking lost or booked against a refusal, no error, and a linearizable history"
@@ -206,13 +228,19 @@ func (r *report) cleanMeans() string {
 	if r.Payments != nil {
 		s += "; no overlapping charge, no refund and no stale charge refused"
 	}
+	if len(r.Thresholds) > 0 {
+		s += "; and every threshold met"
+	}
 	return s
 }
 
-// plural is "1 seat", "2 seats".
+// plural is "1 seat", "2 seats", "2 strategies".
 func plural[N int | int64](n N, noun string) string {
-	if n == 1 {
+	switch {
+	case n == 1:
 		return "1 " + noun
+	case strings.HasSuffix(noun, "y"):
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
