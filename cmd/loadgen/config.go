@@ -58,6 +58,7 @@ type config struct {
 	seed         uint64        // 0 = random
 	watchers     int           // -watchers: event streams held open during the run
 	payments     string        // -payments: base URL of the payment provider; empty = none
+	settleWait   time.Duration // -settle-wait: how long the ledger may take to balance after the run
 	abandon      float64       // -abandon: share of holds never confirmed (hold)
 	holdTTL      time.Duration // -hold-ttl: hold length of the created screening; 0 = the server's
 	faultsFile   string        // -faults: file of fault windows, read after the run; empty = none
@@ -126,6 +127,9 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 		cfg.holdTTL = defaultHoldTTL
 	}
 	cfg.thresholds = raw.thresholds()
+	if set["settle-wait"] && cfg.payments == "" {
+		return config{}, usagef("-settle-wait: needs -payments, the provider whose ledger it waits for")
+	}
 
 	var err error
 	if cfg.targets, err = parseTargets(raw.targets); err != nil {
@@ -176,7 +180,8 @@ func declareFlags(fs *flag.FlagSet, cfg *config, getenv func(string) string) *ra
 	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Second, "timeout of one HTTP request")
 	fs.DurationVar(&cfg.checkTimeout, "check-timeout", 10*time.Second, "time budget of the linearizability check")
 	fs.Uint64Var(&cfg.seed, "seed", 0, "seed of the seat choices (0 = random)")
-	fs.StringVar(&cfg.payments, "payments", "", "base URL of the payment provider the APIs charge through (loadgen payments); adds its charges, refunds and overlaps to the report")
+	fs.StringVar(&cfg.payments, "payments", "", "base URL of the payment provider the APIs charge through (loadgen payments); adds its charges, refunds and overlaps to the report, and checks that charges - refunds = confirmed bookings")
+	fs.DurationVar(&cfg.settleWait, "settle-wait", defaultSettleWait, "with -payments: how long to wait after the run for charges - refunds to equal the confirmed bookings before the ledger fails (0 = read it once)")
 	fs.Float64Var(&cfg.abandon, "abandon", 0.1, "hold: share of holds never confirmed, 0 to 1 (the payer walks away)")
 	fs.DurationVar(&cfg.holdTTL, "hold-ttl", 0, "hold length of the created screening (default: 5s for hold, else the server's)")
 	fs.StringVar(&cfg.faultsFile, "faults", "", "file of fault windows, one JSON line each ({\"name\",\"start\",\"end\"}, RFC 3339), appended by whoever injects faults; read after the run and marked on its timeline")
@@ -207,6 +212,8 @@ func (c *config) validate() error {
 		return usagef("-timeout %v: must be positive", c.timeout)
 	case c.checkTimeout <= 0:
 		return usagef("-check-timeout %v: must be positive", c.checkTimeout)
+	case c.settleWait < 0:
+		return usagef("-settle-wait %v: must not be negative", c.settleWait)
 	case c.watchers < 0:
 		return usagef("-watchers %d: must not be negative", c.watchers)
 	case c.abandon < 0 || c.abandon > 1:

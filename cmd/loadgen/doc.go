@@ -43,14 +43,19 @@
 // HARMED (overlapping charges, refunds, stale charges refused, errors, a
 // history that is not linearizable: named, exit status 0) or FAILED.
 //
+// With -payments, the ledger is checked too: once the run is over, the
+// provider's charges minus refunds during the run must equal the bookings
+// the run confirmed, within -settle-wait (a charge left pending is settled
+// by the API after the run).
+//
 // Thresholds, as k6 has them (-max-overlaps, -max-refunds, -max-errors,
 // -max-p99, -min-rps), fail the run when a figure crosses them, and are
 // listed in the report, passed or not.
 //
 // Exit status: 0 when nothing failed, 1 when a seat was double-booked, a
 // confirmed booking was lost, a seat was booked for a request that was
-// refused, or a threshold was crossed; 2 for bad usage, unreachable
-// targets or a run that could not be verified.
+// refused, the ledger did not balance, or a threshold was crossed; 2 for
+// bad usage, unreachable targets or a run that could not be verified.
 // (go run turns every failure into its own exit status 1: build loadgen
 // where the status matters.) A target that does not answer yet is retried
 // for up to 5 seconds before it counts as unreachable.

@@ -79,6 +79,9 @@ svg{font:11px system-ui,sans-serif} .charts{display:flex;flex-wrap:wrap;gap:1rem
 		r := runs[0]
 		fmt.Fprintf(&b, "<p class=\"verdict %s\"><strong>result: %s</strong></p>\n", resultClass(r), esc(r.verdictLine()))
 		fmt.Fprintf(&b, "<p class=\"clean-means\">Clean means %s.</p>\n", esc(r.CleanMeans))
+		if r.Payments != nil {
+			fmt.Fprintf(&b, "<p class=\"ledger\">ledger: %s</p>\n", esc(r.Payments.Ledger))
+		}
 		thresholdTable(&b, r.Thresholds)
 	}
 	if len(runs) > 1 {

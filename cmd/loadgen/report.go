@@ -234,8 +234,7 @@ func writeText(w io.Writer, r *report) error {
 	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if p := r.Payments; p != nil {
-		row("payments", "%d charges, %d refunds, %d refused stale", p.Charges, p.Refunds, p.RefusedStale)
-		row("overlaps", "%d (charges for a seat while another was in progress: two lock holders at once)", p.Overlaps)
+		writePayments(row, p)
 	}
 	if h := r.Holds; h != nil {
 		writeHolds(row, h)
@@ -255,6 +254,23 @@ func writeText(w io.Writer, r *report) error {
 	row("clean means", "%s", r.CleanMeans)
 	row("result", "%s", r.verdictLine())
 	return tw.Flush()
+}
+
+// writePayments prints the provider's counts and the ledger.
+func writePayments(row func(name, format string, args ...any), p *paymentCounts) {
+	voids := ""
+	if p.Voids != nil {
+		voids = fmt.Sprintf(", %d voids", *p.Voids)
+	}
+	row("payments", "%d charges, %d refunds%s, %d refused stale", p.Charges, p.Refunds, voids, p.RefusedStale)
+	note := ""
+	if p.Charges == 0 && p.Overlaps > 0 && !p.NotCharging {
+		// The provider counts an overlap when a charge begins, and
+		// charges only what is still awaited when its delay is over.
+		note = "; none was charged: every one was given up before its payment was made"
+	}
+	row("overlaps", "%d (charges for a seat while another was in progress: two lock holders at once)%s", p.Overlaps, note)
+	row("ledger", "%s", p.Ledger)
 }
 
 // writeTimelineText prints the timeline as a table, one row per bucket,

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/seatlock/seatlock/payment"
-
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -155,7 +153,7 @@ func (sr *scenarioRun) senders() (func(int) sender, error) {
 // and the payment provider's counts (-payments).
 type observers struct {
 	watching   *watchers     // nil without -watchers
-	paidBefore payment.Stats // the provider's counts when the run started
+	paidBefore providerStats // the provider's counts when the run started
 	beforeAt   time.Time     // when paidBefore was read
 	polling    *statsPoller  // the provider's counts during the run; nil without -payments
 
@@ -244,7 +242,7 @@ func (sr *scenarioRun) load(ctx context.Context, p progress) ([]record, time.Tim
 // The bookings verified are the 201 answers, except in hold, whose
 // bookings are its confirms: its holds are checked apart (holds.go).
 func (sr *scenarioRun) verify(ctx context.Context, obs *observers, records []record, start time.Time, wall time.Duration) (*report, error) {
-	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)
+	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout+sr.cfg.settleWait)
 	defer cancel()
 	bookings, holds := records, (*holdCounts)(nil)
 	if sr.tickets() {
@@ -259,23 +257,28 @@ func (sr *scenarioRun) verify(ctx context.Context, obs *observers, records []rec
 			return nil, err
 		}
 	}
-	paid, samples, err := sr.payments(vctx, obs, start, wall)
-	if err != nil {
-		return nil, err
-	}
-	tl, err := runTimeline(sr.cfg, records, start, wall, samples)
-	if err != nil {
-		return nil, err
-	}
 	owners := lookupOwners(vctx, sr.c, sr.setup, phantomBookings(bookings, sr.before, final.seats))
 	placeUnnamed(bookings, final.seats, owners)
-	lin := checkLinearizable(histories(bookings, sr.before, final, owners), sr.cfg.checkTimeout)
-
 	rep := sr.newReport(records, wall)
 	rep.counts = count(bookings, sr.before, final.seats, owners)
-	rep.Linearizable, rep.NonLinearizableSeats = lin.verdict, lin.seats
+	rep.Holds = holds
 	rep.Watchers, rep.EventsReceived, rep.WatchersCut = sr.cfg.watchers, obs.events, obs.cut
-	rep.Payments, rep.Timeline, rep.Holds = paid, tl, holds
+
+	// Charges for bookings that were overwritten never balance: the
+	// ledger of a run that lost bookings is read once, not waited for.
+	wait := sr.cfg.settleWait
+	if rep.LostBookings > 0 || ctx.Err() != nil {
+		wait = 0
+	}
+	var samples []overlapSample
+	if rep.Payments, samples, err = sr.payments(vctx, obs, start, wall, wait); err != nil {
+		return nil, err
+	}
+	if rep.Timeline, err = runTimeline(sr.cfg, records, start, wall, samples); err != nil {
+		return nil, err
+	}
+	lin := checkLinearizable(histories(bookings, sr.before, final, owners), sr.cfg.checkTimeout)
+	rep.Linearizable, rep.NonLinearizableSeats = lin.verdict, lin.seats
 	return rep, nil
 }
 
@@ -296,22 +299,28 @@ func (sr *scenarioRun) newReport(records []record, wall time.Duration) *report {
 	return rep
 }
 
-// payments reads the provider's counts after the run (nil without
-// -payments) and the overlaps it saw during the run, for the timeline.
-func (sr *scenarioRun) payments(ctx context.Context, obs *observers, start time.Time, wall time.Duration) (*paymentCounts, []overlapSample, error) {
+// payments settles the run's ledger, waiting for it at most wait (nil
+// without -payments), and returns the overlaps the provider saw during
+// the run, for the timeline.
+func (sr *scenarioRun) payments(ctx context.Context, obs *observers, start time.Time, wall, wait time.Duration) (*paymentCounts, []overlapSample, error) {
 	if sr.cfg.payments == "" {
 		return nil, nil, nil
 	}
-	// Every answer is in, and the API refunds before it answers: the
-	// provider's counts are final.
-	after, err := sr.c.paymentStats(ctx, sr.cfg.payments)
+	reads := ledgerReads{
+		stats: func(ctx context.Context) (providerStats, error) { return sr.c.paymentStats(ctx, sr.cfg.payments) },
+		confirmed: func(ctx context.Context) (int, error) {
+			snap, err := readSeats(ctx, sr.c, sr.setup, sr.pool.all(), start)
+			return confirmedBookings(snap.seats, sr.before), err
+		},
+	}
+	paid, err := settleLedger(ctx, reads, obs.paidBefore, wait)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the payment provider's counts: %w", err)
+		return nil, nil, err
 	}
 	samples := obs.polling.overlapSamples(start,
 		overlapSample{at: obs.beforeAt.Sub(start), overlaps: obs.paidBefore.Overlaps},
-		overlapSample{at: wall, overlaps: after.Overlaps})
-	return since(obs.paidBefore, after), samples, nil
+		overlapSample{at: wall, overlaps: obs.paidBefore.Overlaps + paid.Overlaps})
+	return paid, samples, nil
 }
 
 // runTimeline builds the timeline of a run, with the fault windows of

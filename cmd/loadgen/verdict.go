@@ -47,6 +47,8 @@ var harmKinds = []harmKind{
 	{"confirmed_after_expiry", "CONFIRMED AFTER EXPIRY", "confirm", true},
 	{"abandoned_seats_not_freed", "ABANDONED NOT FREED", "seat", true},
 	{"sold_out_with_free_seats", "SOLD OUT WITH FREE SEATS", "seat", true},
+	{"ledger_diff", "LEDGER OFF", "charge", true},
+	{"not_charged", "NOT CHARGED", "confirmed booking", true},
 	{"overlaps", "OVERLAPS", "charge", false},
 	{"refunds", "REFUNDS", "charge", false},
 	{"refused_stale", "REFUSED STALE", "charge", false},
@@ -72,6 +74,11 @@ func (r *report) figures() map[string]int64 {
 	}
 	if p := r.Payments; p != nil {
 		f["overlaps"], f["refunds"], f["refused_stale"] = p.Overlaps, p.Refunds, p.RefusedStale
+		if p.NotCharging {
+			f["not_charged"] = int64(p.Confirmed)
+		} else {
+			f["ledger_diff"] = max(p.LedgerDiff, -p.LedgerDiff)
+		}
 	}
 	return f
 }
@@ -129,7 +136,7 @@ func (r *report) failed() bool {
 // harms (latency, throughput). failing are those that fail the run.
 func (r *report) items() (failing, other []string) {
 	for _, h := range r.harms() {
-		s := h.String()
+		s := r.describe(h)
 		if t, ok := r.crossed(h.Figure); ok {
 			s = strings.TrimSuffix(s, ")") + ", " + t.crossing() + ")"
 		}
@@ -203,6 +210,19 @@ func (r *report) failures() []string {
 	return failing
 }
 
+// describe names a harm of r as the verdict line does, the ledger's with
+// its sums.
+func (r *report) describe(h harm) string {
+	switch p := r.Payments; {
+	case h.Figure == "ledger_diff" && p.Ledger != "":
+		return "LEDGER OFF (" + p.Ledger + ")"
+	case h.Figure == "not_charged":
+		return fmt.Sprintf("NOT CHARGED (%s: the APIs are not charging through this provider; is PAYMENT_URL set on them?)",
+			plural(h.Count, "confirmed booking"))
+	}
+	return h.String()
+}
+
 // String names the harm as the verdict line does: "OVERLAPS (8 charges)".
 func (h harm) String() string {
 	for _, k := range harmKinds {
@@ -226,7 +246,7 @@ func (r *report) cleanMeans() string {
 		s += "; no confirm after its hold expired, no confirm error, every abandoned hold's seats freed, and no sold out while seats were free"
 	}
 	if r.Payments != nil {
-		s += "; no overlapping charge, no refund and no stale charge refused"
+		s += "; no overlapping charge, no refund and no stale charge refused, and charges − refunds = confirmed bookings"
 	}
 	if len(r.Thresholds) > 0 {
 		s += "; and every threshold met"

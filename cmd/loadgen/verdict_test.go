@@ -36,6 +36,12 @@ func setHarm(r *report, figure string, n int) {
 		r.Errors = n
 	case "confirm_errors":
 		r.Holds.ConfirmErrors = n
+	case "ledger_diff":
+		r.Payments.Charges = int64(n)
+		r.Payments.balance(0)
+		r.Payments.Ledger = r.Payments.describe(0)
+	case "not_charged":
+		r.Payments.balance(n)
 	case "non_linearizable_seats":
 		r.Linearizable = notLinearizable
 		for range n {
@@ -56,9 +62,10 @@ func TestVerdictNamesEveryHarm(t *testing.T) {
 			if k.fails {
 				wantResult, wantExit = resultFailed, "; exit status 1"
 			}
-			want := wantResult + ": " + k.label + " (3 " + k.unit + "s)" + wantExit
-			if got := r.verdictLine(); got != want {
-				t.Errorf("verdict %q, want %q", got, want)
+			got := r.verdictLine()
+			head, count := wantResult+": "+k.label+" (", "3 "+k.unit+"s"
+			if !strings.HasPrefix(got, head) || !strings.Contains(got, count) || !strings.HasSuffix(got, wantExit) {
+				t.Errorf("verdict %q, want %q, %q and %q", got, head, count, wantExit)
 			}
 			if r.failed() != k.fails {
 				t.Errorf("failed() = %v, want %v", r.failed(), k.fails)
@@ -80,6 +87,11 @@ func TestVerdict(t *testing.T) {
 			"HARMED: OVERLAPS (8 charges), REFUNDS (16 charges); exit status 0"},
 		{"failures first, then the rest", &report{Scenario: scenarioHot, counts: counts{LostBookings: 1}, Errors: 2, Payments: &paymentCounts{Overlaps: 1}},
 			"FAILED: LOST (1 booking); also OVERLAPS (1 charge), ERRORS (2 requests); exit status 1"},
+		{"the ledger names its sums", &report{Scenario: scenarioHot, Payments: &paymentCounts{Charges: 120, Refunds: 7, Confirmed: 110, LedgerDiff: 3,
+			Ledger: "charges 120 − refunds 7 = 113, confirmed bookings 110: 3 charges nobody booked or refunded (after waiting 30s)"}},
+			"FAILED: LEDGER OFF (charges 120 − refunds 7 = 113, confirmed bookings 110: 3 charges nobody booked or refunded (after waiting 30s)); also REFUNDS (7 charges); exit status 1"},
+		{"an API that does not charge", &report{Scenario: scenarioHot, Payments: &paymentCounts{Confirmed: 40, NotCharging: true}},
+			"FAILED: NOT CHARGED (40 confirmed bookings: the APIs are not charging through this provider; is PAYMENT_URL set on them?); exit status 1"},
 		{"healthz verifies nothing", &report{Scenario: scenarioHealthz}, "NOT VERIFIED: healthz books nothing; exit status 0"},
 		{"healthz names its errors", &report{Scenario: scenarioHealthz, Errors: 4}, "NOT VERIFIED: healthz books nothing; also ERRORS (4 requests); exit status 0"},
 		{"a refused strategy did not run", &report{Refused: "server not in demo mode", Errors: 1}, "REFUSED: server not in demo mode"},
