@@ -59,6 +59,7 @@ type config struct {
 	watchers     int           // -watchers: event streams held open during the run
 	payments     string        // -payments: base URL of the payment provider; empty = none
 	settleWait   time.Duration // -settle-wait: how long the ledger may take to balance after the run
+	wide         bool          // -wide (compare): every column, the whole verdict on each row
 	abandon      float64       // -abandon: share of holds never confirmed (hold)
 	holdTTL      time.Duration // -hold-ttl: hold length of the created screening; 0 = the server's
 	faultsFile   string        // -faults: file of fault windows, read after the run; empty = none
@@ -187,6 +188,9 @@ func declareFlags(fs *flag.FlagSet, cfg *config, getenv func(string) string) *ra
 	fs.StringVar(&cfg.faultsFile, "faults", "", "file of fault windows, one JSON line each ({\"name\",\"start\",\"end\"}, RFC 3339), appended by whoever injects faults; read after the run and marked on its timeline")
 	fs.IntVar(&cfg.watchers, "watchers", 0, "open this many seat-map event streams on the run's screenings during the run, and count their events")
 	raw.thresholds = thresholdFlags(fs)
+	if fs.Name() == "loadgen compare" {
+		fs.BoolVar(&cfg.wide, "wide", false, "print every column and each strategy's whole verdict on its row, however wide (default: at most 120 columns, the rest in notes under the table)")
+	}
 	return raw
 }
 

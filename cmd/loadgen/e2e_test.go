@@ -373,13 +373,14 @@ func TestCompare(t *testing.T) {
 	t.Run("text table", func(t *testing.T) {
 		url := newFakeAPI(t, &fakeAPI{})
 		code, stdout, _ := runLoadgen(t, nil, append(args[:len(args)-1], "-targets", url)...)
-		if code != 0 || !strings.Contains(stdout, "DOUBLE-BOOKED") || !strings.Contains(stdout, "refused: server not in demo mode") {
-			t.Errorf("exit %d, table:\n%s", code, stdout)
+		if code != 0 || !strings.Contains(stdout, "DOUBLE-BOOKED") || !strings.Contains(stdout, "\n[1] refused: server not in demo mode\n") ||
+			strings.Count(stdout, "refused [1]") != 4 {
+			t.Errorf("exit %d, want the four refused strategies sharing note [1]; table:\n%s", code, stdout)
 		}
 		// Refused rows must not shift the columns of the others: every
 		// row starts its columns where the header does.
 		lines := strings.Split(stdout, "\n")
-		for _, col := range []string{"CONFIRMED", "ERRORS", "LOST", "THROUGHPUT", "LINEARIZABLE"} {
+		for _, col := range []string{"BOOKED", "ERRORS", "LOST", "REQ/S", "VERDICT"} {
 			at := len([]rune(lines[0][:strings.Index(lines[0], col)]))
 			for _, l := range lines[1:] {
 				if l == "" {
@@ -389,6 +390,23 @@ func TestCompare(t *testing.T) {
 					t.Errorf("column %s starts at %d in the header but not in the row %q", col, at, l)
 				}
 			}
+		}
+	})
+	t.Run("wide table: every column, the whole verdict on the row", func(t *testing.T) {
+		url := newFakeAPI(t, &fakeAPI{})
+		code, stdout, _ := runLoadgen(t, nil, append(args[:len(args)-1], "-targets", url, "-wide")...)
+		for _, want := range []string{"CONFLICTS", "LINEARIZABLE", "refused: server not in demo mode\n", "CLEAN\n"} {
+			if code != 0 || !strings.Contains(stdout, want) {
+				t.Errorf("exit %d, the wide table lacks %q:\n%s", code, want, stdout)
+			}
+		}
+		if strings.Contains(stdout, "[1]") {
+			t.Errorf("the wide table has notes:\n%s", stdout)
+		}
+	})
+	t.Run("-wide is for compare only", func(t *testing.T) {
+		if code, _, stderr := runLoadgen(t, nil, "-wide"); code != 2 || !strings.Contains(stderr, "-wide") {
+			t.Errorf("exit %d, stderr %q; want 2 naming -wide", code, stderr)
 		}
 	})
 	t.Run("-lock is a usage error", func(t *testing.T) {

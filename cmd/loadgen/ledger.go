@@ -89,6 +89,14 @@ func (p *paymentCounts) overlaps() int64 {
 	return p.Overlaps
 }
 
+// refunds is p's refund count, 0 for a run without a provider.
+func (p *paymentCounts) refunds() int64 {
+	if p == nil {
+		return 0
+	}
+	return p.Refunds
+}
+
 // balance judges the ledger against confirmed bookings.
 func (p *paymentCounts) balance(confirmed int) {
 	p.Confirmed = confirmed
