@@ -128,8 +128,11 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 		cfg.holdTTL = defaultHoldTTL
 	}
 	cfg.thresholds = raw.thresholds()
-	if set["settle-wait"] && cfg.payments == "" {
+	switch {
+	case set["settle-wait"] && cfg.payments == "":
 		return config{}, usagef("-settle-wait: needs -payments, the provider whose ledger it waits for")
+	case set["abandon"] && cfg.scenario != scenarioHold:
+		return config{}, usagef("-abandon: only the hold scenario abandons holds, not %s", cfg.scenario)
 	}
 
 	var err error

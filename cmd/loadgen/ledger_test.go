@@ -114,8 +114,12 @@ func TestLedgerEndToEnd(t *testing.T) {
 			f := &fakeAPI{charges: charges}
 			tc.api(f)
 			url := newFakeAPI(t, f)
-			code, stdout, stderr := runLoadgen(t, nil, "-targets", url, "-scenario", tc.scenario, "-clients", "4", "-requests", "40",
-				"-screening", smallScreening(t, url, 4, 25, time.Second), "-abandon", "0", "-payments", pay, "-settle-wait", "500ms")
+			args := []string{"-targets", url, "-scenario", tc.scenario, "-clients", "4", "-requests", "40",
+				"-screening", smallScreening(t, url, 4, 25, time.Second), "-payments", pay, "-settle-wait", "500ms"}
+			if tc.scenario == scenarioHold {
+				args = append(args, "-abandon", "0")
+			}
+			code, stdout, stderr := runLoadgen(t, nil, args...)
 			out := stdout
 			if tc.code != 0 {
 				out = stderr
