@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -110,7 +111,16 @@ func (p *paymentCounts) balance(confirmed int) {
 type ledgerReads struct {
 	stats     func(context.Context) (providerStats, error)
 	confirmed func(context.Context) (int, error)
+	// notCharging says why the provider may have seen no charge at all;
+	// empty means notCharging.
+	notCharging string
 }
+
+// Why a provider may see no charge while bookings are confirmed.
+const (
+	notCharging     = "the APIs are not charging through this provider (is PAYMENT_URL set on them?)"
+	notChargingHold = "the APIs are not charging through this provider (is PAYMENT_URL set on them, and do they charge when a hold is confirmed?)"
+)
 
 // settleLedger reads the provider's counts since before and the run's
 // confirmed bookings until the ledger balances or wait has passed,
@@ -137,7 +147,7 @@ func settleLedger(ctx context.Context, reads ledgerReads, before providerStats, 
 			if polls == 1 {
 				waited = 0 // read once: nothing was waited for
 			}
-			p.Ledger = p.describe(waited)
+			p.Ledger = p.describe(waited, cmp.Or(reads.notCharging, notCharging))
 			return p, nil
 		}
 		sleep(ctx, pause)
@@ -146,8 +156,8 @@ func settleLedger(ctx context.Context, reads ledgerReads, before providerStats, 
 }
 
 // describe says what the ledger shows, after waiting so long for it (0:
-// read once).
-func (p *paymentCounts) describe(waited time.Duration) string {
+// read once); why is what to say when the provider saw no charge.
+func (p *paymentCounts) describe(waited time.Duration, why string) string {
 	s := fmt.Sprintf("charges %d − refunds %d = %d, confirmed bookings %d: ", p.Charges, p.Refunds, p.Charges-p.Refunds, p.Confirmed)
 	after := ""
 	if waited > 0 {
@@ -155,7 +165,7 @@ func (p *paymentCounts) describe(waited time.Duration) string {
 	}
 	switch {
 	case p.NotCharging:
-		return s + "the APIs are not charging through this provider (is PAYMENT_URL set on them?)"
+		return s + why
 	case p.LedgerOK:
 		return s + "balanced" + after
 	case p.LedgerDiff > 0:

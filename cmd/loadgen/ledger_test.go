@@ -108,6 +108,7 @@ func TestLedgerEndToEnd(t *testing.T) {
 		{"the ledger covers best", func(f *fakeAPI) { f.chargeTwice = 2 }, "best", 1, "charges nobody booked or refunded"},
 		{"not charging", func(f *fakeAPI) { f.charges = nil }, "spread", 1,
 			"NOT CHARGED (40 confirmed bookings: the APIs are not charging through this provider; is PAYMENT_URL set on them?)"},
+		{"hold not charging", func(f *fakeAPI) { f.charges = nil }, "hold", 1, "do they charge when a hold is confirmed?"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pay, charges := newProvider(t)

@@ -313,6 +313,9 @@ func (sr *scenarioRun) payments(ctx context.Context, obs *observers, start time.
 			return confirmedBookings(snap.seats, sr.before), err
 		},
 	}
+	if sr.cfg.scenario == scenarioHold {
+		reads.notCharging = notChargingHold
+	}
 	paid, err := settleLedger(ctx, reads, obs.paidBefore, wait)
 	if err != nil {
 		return nil, nil, err

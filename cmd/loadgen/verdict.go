@@ -217,8 +217,11 @@ func (r *report) describe(h harm) string {
 	case h.Figure == "ledger_diff" && p.Ledger != "":
 		return "LEDGER OFF (" + p.Ledger + ")"
 	case h.Figure == "not_charged":
-		return fmt.Sprintf("NOT CHARGED (%s: the APIs are not charging through this provider; is PAYMENT_URL set on them?)",
-			plural(h.Count, "confirmed booking"))
+		why := "is PAYMENT_URL set on them?"
+		if r.Scenario == scenarioHold {
+			why = "is PAYMENT_URL set on them, and do they charge when a hold is confirmed?"
+		}
+		return fmt.Sprintf("NOT CHARGED (%s: the APIs are not charging through this provider; %s)", plural(h.Count, "confirmed booking"), why)
 	}
 	return h.String()
 }
@@ -242,8 +245,11 @@ func (r *report) cleanMeans() string {
 		return "no error"
 	}
 	s := "no seat double-booked, no booking lost or booked against a refusal, no error, and a linearizable history"
-	if r.Holds != nil {
-		s += "; no confirm after its hold expired, no confirm error, every abandoned hold's seats freed, and no sold out while seats were free"
+	switch {
+	case r.Scenario == scenarioHold:
+		s += "; no confirm after its hold expired, no confirm error, and every abandoned hold's seats freed"
+	case r.Scenario == scenarioBest:
+		s += "; no sold out while seats were free"
 	}
 	if r.Payments != nil {
 		s += "; no overlapping charge, no refund and no stale charge refused, and charges − refunds = confirmed bookings"

@@ -39,7 +39,7 @@ func setHarm(r *report, figure string, n int) {
 	case "ledger_diff":
 		r.Payments.Charges = int64(n)
 		r.Payments.balance(0)
-		r.Payments.Ledger = r.Payments.describe(0)
+		r.Payments.Ledger = r.Payments.describe(0, notCharging)
 	case "not_charged":
 		r.Payments.balance(n)
 	case "non_linearizable_seats":
