@@ -94,10 +94,10 @@ func htmlHead(b *strings.Builder, title string) {
 	fmt.Fprintf(b, `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>%s</title>
 <style>
-body{font:14px/1.4 system-ui,sans-serif;margin:2rem;color:#222}
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5rem;color:#222}
 h1{font-size:1.3rem} h2{font-size:1.05rem;margin-top:2rem}
 table{border-collapse:collapse;font-size:13px}
-td,th{padding:.2rem .4rem;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
+td,th{padding:.2rem .35rem;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap} sup{line-height:0}
 th{white-space:normal;vertical-align:bottom}
 th:first-child,td:first-child{text-align:left}
 .notes{font-size:13px;max-width:72rem} .notes li{margin:.2rem 0}
@@ -121,19 +121,20 @@ func verdictSection(b *strings.Builder, r *report) {
 	thresholdTable(b, r.Thresholds)
 }
 
-// runsTable writes one row per run. Every row is one line high: a
-// refused strategy has a dash in every figure, and a verdict longer than
-// a word is a numbered note under the table (compareNotes), as in the
-// text table.
+// runsTable writes one row per run, fitting a page 1200 px wide (the
+// requests are confirmed + conflicts + errors, so they have no column).
+// Every row is one line high: a refused strategy has a dash in every
+// figure, and a verdict longer than a word is a numbered note under the
+// table, as in the text table.
 func runsTable(b *strings.Builder, runs []*report) {
 	esc := html.EscapeString
-	b.WriteString("<table class=\"runs\"><tr><th>strategy</th><th>requests</th><th>confirmed</th><th>conflicts</th><th>errors</th><th>double-booked</th><th>lost</th>" +
+	b.WriteString("<table class=\"runs\"><tr><th>strategy</th><th>confirmed</th><th>conflicts</th><th>errors</th><th>double-booked</th><th>lost</th>" +
 		"<th>overlaps</th><th>refunds</th><th>ledger</th><th>req/s</th><th>parallelism</th><th>p50 ms</th><th>p99 ms</th><th>max ms</th><th>result</th></tr>\n")
 	var n notes
 	for _, r := range runs {
 		if r.Refused != "" {
 			num := n.add("refused: " + r.Refused)
-			fmt.Fprintf(b, "<tr><td>%s</td>%s<td class=\"refused\">refused <sup>[%d]</sup></td></tr>\n", esc(runName(r)), strings.Repeat("<td>-</td>", 14), num)
+			fmt.Fprintf(b, "<tr><td>%s</td>%s<td class=\"refused\">refused <sup>[%d]</sup></td></tr>\n", esc(runName(r)), strings.Repeat("<td>-</td>", 13), num)
 			continue
 		}
 		overlaps, refunds := "-", "-"
@@ -144,8 +145,8 @@ func runsTable(b *strings.Builder, runs []*report) {
 		if len(runs) > 1 && result != resultClean {
 			result += fmt.Sprintf(" <sup>[%d]</sup>", n.add(runName(r)+": "+r.verdict()))
 		}
-		fmt.Fprintf(b, "<tr><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td class=\"%s\">%s</td></tr>\n",
-			esc(runName(r)), r.Requests, r.Succeeded, r.Conflicts, r.Errors, r.DoubleBookedSeats, r.LostBookings,
+		fmt.Fprintf(b, "<tr><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%.0f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td class=\"%s\">%s</td></tr>\n",
+			esc(runName(r)), r.Succeeded, r.Conflicts, r.Errors, r.DoubleBookedSeats, r.LostBookings,
 			overlaps, refunds, esc(ledgerCell(r)), r.ThroughputRPS, r.Parallelism, r.LatencyMS.P50, r.LatencyMS.P99, r.LatencyMS.Max, resultClass(r), result)
 	}
 	b.WriteString("</table>\n")
