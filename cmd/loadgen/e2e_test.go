@@ -392,9 +392,21 @@ func TestCompare(t *testing.T) {
 			}
 		}
 	})
+	t.Run("-lock is a usage error", func(t *testing.T) {
+		code, _, _ := runLoadgen(t, nil, "compare", "-lock", "keyed")
+		if code != 2 {
+			t.Errorf("exit %d, want 2", code)
+		}
+	})
+}
+
+// -wide prints every column and each strategy's whole verdict on its
+// row; it is a flag of compare only.
+func TestCompareWide(t *testing.T) {
+	args := []string{"compare", "-scenario", "hot", "-seats", "2", "-clients", "6", "-requests", "60", "-payment-delay", "1ms"}
 	t.Run("wide table: every column, the whole verdict on the row", func(t *testing.T) {
 		url := newFakeAPI(t, &fakeAPI{})
-		code, stdout, _ := runLoadgen(t, nil, append(args[:len(args)-1], "-targets", url, "-wide")...)
+		code, stdout, _ := runLoadgen(t, nil, append(args, "-targets", url, "-wide")...)
 		for _, want := range []string{"CONFLICTS", "LINEARIZABLE", "refused: server not in demo mode\n", "CLEAN\n"} {
 			if code != 0 || !strings.Contains(stdout, want) {
 				t.Errorf("exit %d, the wide table lacks %q:\n%s", code, want, stdout)
@@ -407,12 +419,6 @@ func TestCompare(t *testing.T) {
 	t.Run("-wide is for compare only", func(t *testing.T) {
 		if code, _, stderr := runLoadgen(t, nil, "-wide"); code != 2 || !strings.Contains(stderr, "-wide") {
 			t.Errorf("exit %d, stderr %q; want 2 naming -wide", code, stderr)
-		}
-	})
-	t.Run("-lock is a usage error", func(t *testing.T) {
-		code, _, _ := runLoadgen(t, nil, "compare", "-lock", "keyed")
-		if code != 2 {
-			t.Errorf("exit %d, want 2", code)
 		}
 	})
 }

@@ -192,8 +192,13 @@ func (f *fakeAPI) book(w http.ResponseWriter, r *http.Request) {
 		f.bookBest(r.Context(), w, r.PathValue("id"), req.Count, req.Customer)
 		return
 	}
+	f.bookSeats(r.Context(), w, r.PathValue("id"), req.Seats, req.Customer)
+}
+
+// bookSeats books the seats of screening id, or answers why not.
+func (f *fakeAPI) bookSeats(ctx context.Context, w http.ResponseWriter, id string, seats []string, customer string) {
 	f.mu.Lock()
-	s, ok := f.screenings[r.PathValue("id")]
+	s, ok := f.screenings[id]
 	if !ok {
 		f.mu.Unlock()
 		writeError(w, http.StatusNotFound, "not_found", nil)
@@ -204,7 +209,7 @@ func (f *fakeAPI) book(w http.ResponseWriter, r *http.Request) {
 	// test of loadgen's verifier could pass by luck.
 	unsafe := f.doubleBook.Load() || s.Lock == "none" || s.Guard == "off"
 	var taken []string
-	for _, seat := range req.Seats {
+	for _, seat := range seats {
 		if !unsafe && s.seats[seat] != "" {
 			taken = append(taken, seat)
 		}
@@ -222,7 +227,7 @@ func (f *fakeAPI) book(w http.ResponseWriter, r *http.Request) {
 	}
 	// The mutex is held through the payment: the "global" strategy.
 	time.Sleep(time.Duration(s.PaymentDelayMS) * time.Millisecond)
-	b, err := f.writeLocked(r.Context(), s, req.Seats, req.Customer)
+	b, err := f.writeLocked(ctx, s, seats, customer)
 	f.calls++
 	calls := f.calls
 	f.mu.Unlock()
