@@ -131,3 +131,27 @@ func TestLedgerEndToEnd(t *testing.T) {
 		})
 	}
 }
+
+// The text report explains 0 charges beside overlaps: the overlapping
+// payments were begun and given up, not made.
+func TestOverlapsWithoutCharges(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    paymentCounts
+		note bool
+	}{
+		{"given up", paymentCounts{Overlaps: 4, LedgerOK: true, Ledger: "balanced"}, true},
+		{"charged", paymentCounts{Charges: 3, Overlaps: 4, LedgerOK: true, Ledger: "balanced"}, false},
+		{"not charging is said apart", paymentCounts{Overlaps: 4, NotCharging: true, Ledger: "not charging"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := writeText(&b, &report{Scenario: scenarioHot, Payments: &tc.p}); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(b.String(), "none was charged: every one was given up"); got != tc.note {
+				t.Errorf("note shown %v, want %v:\n%s", got, tc.note, b.String())
+			}
+		})
+	}
+}
