@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"time"
 )
 
 // runHealthz runs the calibration scenario: the same clients, loop and
@@ -19,15 +21,15 @@ func runHealthz(ctx context.Context, c *client, cfg config, p progress) (*report
 		total = int64(cfg.requests)
 	}
 	tick, finish := p.start(total, "healthz")
+	probe := healthzSender{c}
 	d := &driver{
-		client:   c,
-		targets:  cfg.targets,
-		clients:  cfg.clients,
-		rate:     cfg.rate,
-		duration: cfg.duration,
-		runID:    newRunID(),
-		seed:     cfg.seed,
-		progress: tick,
+		targets:   cfg.targets,
+		clients:   cfg.clients,
+		rate:      cfg.rate,
+		duration:  cfg.duration,
+		newSender: func(int) sender { return probe },
+		seed:      cfg.seed,
+		progress:  tick,
 	}
 	if cfg.stopByRequests {
 		d.requests = cfg.requests
@@ -54,6 +56,16 @@ func runHealthz(ctx context.Context, c *client, cfg config, p progress) (*report
 	}
 	rep.Parallelism, rep.ParallelismBasis = 0, ""
 	return rep, nil
+}
+
+// healthzSender sends GET /healthz.
+type healthzSender struct{ client *client }
+
+func (s healthzSender) send(ctx context.Context, start time.Time, target string, _ int, _ *rand.Rand) (record, bool, error) {
+	r := record{sent: time.Since(start)}
+	r.answer = s.client.probe(ctx, target)
+	r.done = time.Since(start)
+	return r, false, nil
 }
 
 // probe sends GET /healthz and reads the answer to the end, so that the

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 )
 
 // strategy is one lock strategy and write guard that compare runs.
@@ -53,12 +51,33 @@ func runCompare(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 	case cfg.lock != "" || cfg.guard != "":
 		return usagef("compare runs every strategy: -lock and -guard cannot be used")
 	}
-	p := newProgress(cfg, stderr)
+	results, err := runStrategies(ctx, cfg, newProgress(cfg, stderr))
+	if err != nil {
+		return err
+	}
+	if err := writeCompareReports(cfg, results, stdout); err != nil {
+		return err
+	}
+	var failed []string
+	for i, s := range compareStrategies() {
+		if r := results[i]; s.safe() && r.failed() {
+			failed = append(failed, fmt.Sprintf("%s (%s)", runName(r), strings.Join(r.failures(), ", ")))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%w: safe strategies failed: %s", errUnsafe, strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// runStrategies runs cfg's scenario under every strategy of
+// compareStrategies, in that order. A strategy the server refuses is a
+// report with only its reason.
+func runStrategies(ctx context.Context, cfg config, p progress) ([]*report, error) {
 	var results []*report
-	var unsafe []string
 	for _, s := range compareStrategies() {
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
 		c := cfg
 		c.lock, c.guard = s.lock, s.guard
@@ -72,81 +91,47 @@ func runCompare(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 			}
 			rep = &report{Scenario: cfg.scenario, Targets: cfg.targets, Strategy: s.lock, Guard: s.guard, Refused: why}
 		case err != nil:
-			return fmt.Errorf("%s/%s: %w", s.lock, s.guard, err)
-		}
-		if s.safe() && rep.failed() {
-			unsafe = append(unsafe, s.lock+"/"+s.guard)
+			return nil, fmt.Errorf("%s/%s: %w", s.lock, s.guard, err)
 		}
 		results = append(results, rep)
 	}
+	return results, nil
+}
 
+// writeCompareReports prints the table (or the JSON) of the results, and
+// writes the HTML report of -html.
+func writeCompareReports(cfg config, results []*report, stdout io.Writer) error {
+	means := cleanMeans(results)
 	var err error
 	if cfg.jsonOutput {
+		// What clean means is said once, at the top, not in every result.
+		rows := make([]report, len(results))
+		for i, r := range results {
+			rows[i] = *r
+			rows[i].CleanMeans = ""
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(struct {
-			Results []*report `json:"results"`
-		}{results})
+			CleanMeans string   `json:"clean_means"`
+			Results    []report `json:"results"`
+		}{means, rows})
 	} else {
-		err = writeCompare(stdout, results)
+		err = writeCompare(stdout, results, cfg.wide, means)
 	}
-	if err != nil {
+	if err != nil || cfg.htmlFile == "" {
 		return err
 	}
-	if cfg.htmlFile != "" {
-		if err := writeHTMLFile(cfg.htmlFile, "loadgen compare: "+cfg.scenario, results); err != nil {
-			return err
-		}
-	}
-	if len(unsafe) > 0 {
-		return fmt.Errorf("%w: safe strategies double-booked or lost bookings: %s", errUnsafe, strings.Join(unsafe, ", "))
-	}
-	return nil
+	return writeHTMLFile(cfg.htmlFile, "loadgen compare: "+cfg.scenario, results)
 }
 
-// writeCompare prints one row per strategy. A refused strategy's row has
-// a dash in every column and the reason after the last one, so that it
-// cannot widen the columns of the others.
-func writeCompare(w io.Writer, results []*report) error {
-	withPayments := false
+// cleanMeans is what clean means for the results of compare: every
+// strategy runs the same scenario, so it means the same for all.
+func cleanMeans(results []*report) string {
 	for _, r := range results {
-		withPayments = withPayments || r.Payments != nil
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	header := []string{"STRATEGY", "GUARD", "CONFIRMED", "ERRORS", "DOUBLE-BOOKED", "LOST"}
-	if withPayments {
-		header = append(header, "OVERLAPS", "REFUNDS")
-	}
-	header = append(header, "THROUGHPUT", "P50", "P99", "PARALLELISM", "LINEARIZABLE")
-	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
-	for _, r := range results {
-		cells := []string{r.Strategy, r.Guard}
-		if r.Refused != "" {
-			for range header[2:] {
-				cells = append(cells, "-")
-			}
-			fmt.Fprintf(tw, "%s\trefused: %s\n", strings.Join(cells, "\t"), r.Refused)
-			continue
+		if r.CleanMeans != "" {
+			return r.CleanMeans
 		}
-		cells = append(cells, strconv.Itoa(r.Succeeded), strconv.Itoa(r.Errors), strconv.Itoa(r.DoubleBookedSeats), strconv.Itoa(r.LostBookings))
-		if withPayments {
-			overlaps, refunds := "-", "-"
-			if p := r.Payments; p != nil {
-				overlaps, refunds = strconv.FormatInt(p.Overlaps, 10), strconv.FormatInt(p.Refunds, 10)
-			}
-			cells = append(cells, overlaps, refunds)
-		}
-		cells = append(cells, fmt.Sprintf("%.0f req/s", r.ThroughputRPS), fmtMS(r.LatencyMS.P50), fmtMS(r.LatencyMS.P99),
-			fmt.Sprintf("%.2f", r.Parallelism), string(r.Linearizable))
-		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	note := "\nnone and guard off are unsafe on purpose: only the other strategies must show 0 double-booked and 0 lost."
-	if withPayments {
-		note += "\nOverlaps are charges for a seat that began while another was in progress: two lock holders at once;\nrefunds are charges given back because the guarded write refused the booking."
-	}
-	_, err := fmt.Fprintln(w, note)
-	return err
+	return ""
 }

@@ -58,9 +58,12 @@ type config struct {
 	seed         uint64        // 0 = random
 	watchers     int           // -watchers: event streams held open during the run
 	payments     string        // -payments: base URL of the payment provider; empty = none
+	settleWait   time.Duration // -settle-wait: how long the ledger may take to balance after the run
+	wide         bool          // -wide (compare): every column, the whole verdict on each row
 	abandon      float64       // -abandon: share of holds never confirmed (hold)
 	holdTTL      time.Duration // -hold-ttl: hold length of the created screening; 0 = the server's
 	faultsFile   string        // -faults: file of fault windows, read after the run; empty = none
+	thresholds   []thresholdSpec
 }
 
 // usageError is a problem with how loadgen was called or with reaching the
@@ -109,36 +112,8 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 	// flag should be one line, so errors are reported by the caller and the
 	// usage text only by -h.
 	fs.SetOutput(io.Discard)
-
-	var (
-		cfg          config
-		targets      string
-		paymentDelay optionalDuration
-	)
-	fs.StringVar(&targets, "targets", "http://127.0.0.1:8080", "comma-separated API base URLs; requests are spread round-robin")
-	fs.StringVar(&cfg.scenario, "scenario", scenarioHot, "hot, spread, mixed, multi, best, hold, or healthz (calibration: GET /healthz, no verification)")
-	fs.IntVar(&cfg.clients, "clients", 64, "concurrent clients (closed loop); with -rate, the most requests in flight")
-	fs.Float64Var(&cfg.rate, "rate", 0, "requests per second, open loop (0 = closed loop)")
-	fs.IntVar(&cfg.requests, "requests", 2000, "stop after this many requests")
-	fs.DurationVar(&cfg.duration, "duration", 0, "stop after this long (alone, it replaces -requests)")
-	fs.IntVar(&cfg.seats, "seats", 4, "hot seats for the hot scenario")
-	fs.BoolVar(&cfg.pin, "pin-clients", false, "client c sends all its requests to target c mod targets (as a balancer that keeps each client's connection on one instance), instead of request i to target i mod targets")
-	fs.StringVar(&cfg.screening, "screening", "", "use this screening; empty = create a fresh one")
-	fs.StringVar(&cfg.lock, "lock", "", "lock strategy of the created screening (default: the server's)")
-	fs.StringVar(&cfg.guard, "guard", "", "write guard of the created screening (default: the server's)")
-	fs.Var(&paymentDelay, "payment-delay", "payment delay of the created screening (default: the server's)")
-	fs.StringVar(&cfg.adminToken, "admin-token", getenv("ADMIN_TOKEN"), "bearer token for POST /v1/screenings (default $ADMIN_TOKEN)")
-	fs.BoolVar(&cfg.jsonOutput, "json", false, "print the report as JSON on stdout")
-	fs.StringVar(&cfg.htmlFile, "html", "", "also write a self-contained HTML report (latency plot; charts per strategy for compare) to this file")
-	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Second, "timeout of one HTTP request")
-	fs.DurationVar(&cfg.checkTimeout, "check-timeout", 10*time.Second, "time budget of the linearizability check")
-	fs.Uint64Var(&cfg.seed, "seed", 0, "seed of the seat choices (0 = random)")
-	fs.StringVar(&cfg.payments, "payments", "", "base URL of the payment provider the APIs charge through (loadgen payments); adds its charges, refunds and overlaps to the report")
-	fs.Float64Var(&cfg.abandon, "abandon", 0.1, "hold: share of holds never confirmed, 0 to 1 (the payer walks away)")
-	fs.DurationVar(&cfg.holdTTL, "hold-ttl", 0, "hold length of the created screening (default: 5s for hold, else the server's)")
-	fs.StringVar(&cfg.faultsFile, "faults", "", "file of fault windows, one JSON line each ({\"name\",\"start\",\"end\"}, RFC 3339), appended by whoever injects faults; read after the run and marked on its timeline")
-	fs.IntVar(&cfg.watchers, "watchers", 0, "open this many seat-map event streams on the run's screenings during the run, and count their events")
-
+	var cfg config
+	raw := declareFlags(fs, &cfg, getenv)
 	if err := parseArgs(fs, args, stderr); err != nil {
 		return config{}, err
 	}
@@ -148,13 +123,20 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 	// -duration alone replaces the request count; both given means
 	// whichever comes first.
 	cfg.stopByRequests = cfg.duration == 0 || set["requests"]
-	cfg.paymentDelay, cfg.hasPaymentDelay = paymentDelay.d, paymentDelay.set
+	cfg.paymentDelay, cfg.hasPaymentDelay = raw.paymentDelay.d, raw.paymentDelay.set
 	if cfg.scenario == scenarioHold && !set["hold-ttl"] {
 		cfg.holdTTL = defaultHoldTTL
 	}
+	cfg.thresholds = raw.thresholds()
+	switch {
+	case set["settle-wait"] && cfg.payments == "":
+		return config{}, usagef("-settle-wait: needs -payments, the provider whose ledger it waits for")
+	case set["abandon"] && cfg.scenario != scenarioHold:
+		return config{}, usagef("-abandon: only the hold scenario abandons holds, not %s", cfg.scenario)
+	}
 
 	var err error
-	if cfg.targets, err = parseTargets(targets); err != nil {
+	if cfg.targets, err = parseTargets(raw.targets); err != nil {
 		return config{}, err
 	}
 	if cfg.payments != "" {
@@ -171,6 +153,48 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 		return config{}, err
 	}
 	return cfg, nil
+}
+
+// rawFlags are the flags whose values parseFlags turns into cfg's.
+type rawFlags struct {
+	targets      string
+	paymentDelay optionalDuration
+	thresholds   func() []thresholdSpec
+}
+
+// declareFlags declares every flag of a run on fs, into cfg and the raw
+// values it returns.
+func declareFlags(fs *flag.FlagSet, cfg *config, getenv func(string) string) *rawFlags {
+	raw := &rawFlags{}
+	fs.StringVar(&raw.targets, "targets", "http://127.0.0.1:8080", "comma-separated API base URLs; requests are spread round-robin")
+	fs.StringVar(&cfg.scenario, "scenario", scenarioHot, "hot, spread, mixed, multi, best, hold, or healthz (calibration: GET /healthz, no verification)")
+	fs.IntVar(&cfg.clients, "clients", 64, "concurrent clients (closed loop); with -rate, the most requests in flight")
+	fs.Float64Var(&cfg.rate, "rate", 0, "requests per second, open loop (0 = closed loop)")
+	fs.IntVar(&cfg.requests, "requests", 2000, "stop after this many requests")
+	fs.DurationVar(&cfg.duration, "duration", 0, "stop after this long (alone, it replaces -requests)")
+	fs.IntVar(&cfg.seats, "seats", 4, "hot seats for the hot scenario")
+	fs.BoolVar(&cfg.pin, "pin-clients", false, "client c sends all its requests to target c mod targets (as a balancer that keeps each client's connection on one instance), instead of request i to target i mod targets")
+	fs.StringVar(&cfg.screening, "screening", "", "use this screening; empty = create a fresh one")
+	fs.StringVar(&cfg.lock, "lock", "", "lock strategy of the created screening (default: the server's)")
+	fs.StringVar(&cfg.guard, "guard", "", "write guard of the created screening (default: the server's)")
+	fs.Var(&raw.paymentDelay, "payment-delay", "payment delay of the created screening (default: the server's)")
+	fs.StringVar(&cfg.adminToken, "admin-token", getenv("ADMIN_TOKEN"), "bearer token for POST /v1/screenings (default $ADMIN_TOKEN)")
+	fs.BoolVar(&cfg.jsonOutput, "json", false, "print the report as JSON on stdout")
+	fs.StringVar(&cfg.htmlFile, "html", "", "also write a self-contained HTML report (latency plot; charts per strategy for compare) to this file")
+	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Second, "timeout of one HTTP request")
+	fs.DurationVar(&cfg.checkTimeout, "check-timeout", 10*time.Second, "time budget of the linearizability check")
+	fs.Uint64Var(&cfg.seed, "seed", 0, "seed of the seat choices (0 = random)")
+	fs.StringVar(&cfg.payments, "payments", "", "base URL of the payment provider the APIs charge through (loadgen payments); adds its charges, refunds and overlaps to the report, and checks that charges - refunds = confirmed bookings")
+	fs.DurationVar(&cfg.settleWait, "settle-wait", defaultSettleWait, "with -payments: how long to wait after the run for charges - refunds to equal the confirmed bookings before the ledger fails (0 = read it once)")
+	fs.Float64Var(&cfg.abandon, "abandon", 0.1, "hold: share of holds never confirmed, 0 to 1 (the payer walks away)")
+	fs.DurationVar(&cfg.holdTTL, "hold-ttl", 0, "hold length of the created screening (default: 5s for hold, else the server's)")
+	fs.StringVar(&cfg.faultsFile, "faults", "", "file of fault windows, one JSON line each ({\"name\",\"start\",\"end\"}, RFC 3339), appended by whoever injects faults; read after the run and marked on its timeline")
+	fs.IntVar(&cfg.watchers, "watchers", 0, "open this many seat-map event streams on the run's screenings during the run, and count their events")
+	raw.thresholds = thresholdFlags(fs)
+	if fs.Name() == "loadgen compare" {
+		fs.BoolVar(&cfg.wide, "wide", false, "print every column and each strategy's whole verdict on its row, however wide (default: at most 120 columns, the rest in notes under the table)")
+	}
+	return raw
 }
 
 // validate checks the values that flag parsing alone cannot.
@@ -195,6 +219,8 @@ func (c *config) validate() error {
 		return usagef("-timeout %v: must be positive", c.timeout)
 	case c.checkTimeout <= 0:
 		return usagef("-check-timeout %v: must be positive", c.checkTimeout)
+	case c.settleWait < 0:
+		return usagef("-settle-wait %v: must not be negative", c.settleWait)
 	case c.watchers < 0:
 		return usagef("-watchers %d: must not be negative", c.watchers)
 	case c.abandon < 0 || c.abandon > 1:
@@ -203,10 +229,17 @@ func (c *config) validate() error {
 		return usagef("-hold-ttl %v: want 1s to 1h", c.holdTTL)
 	case c.rate > 0 && (c.scenario == scenarioHold || c.scenario == scenarioBest):
 		return usagef("-rate: the %s scenario runs closed loop only", c.scenario)
-	case c.watchers > 0 && (c.scenario == scenarioHold || c.scenario == scenarioBest):
-		return usagef("-watchers: not offered with the %s scenario", c.scenario)
 	case c.watchers > 0 && c.scenario == scenarioHealthz:
 		return usagef("-watchers: the healthz scenario has no screening to watch")
+	case c.payments != "" && c.scenario == scenarioHealthz:
+		return usagef("-payments: the healthz scenario books nothing to pay for")
+	}
+	for _, t := range c.thresholds {
+		if t.kind.figure == "overlaps" || t.kind.figure == "refunds" {
+			if c.payments == "" {
+				return usagef("-%s: needs -payments, the provider that counts the %s", t.kind.flag, t.kind.figure)
+			}
+		}
 	}
 	return nil
 }

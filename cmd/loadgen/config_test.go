@@ -26,6 +26,9 @@ func TestBadFlagsExitTwo(t *testing.T) {
 		{"stray argument", []string{"extra"}},
 		{"compare with -screening", []string{"compare", "-screening", "demo"}},
 		{"compare with bad flag", []string{"compare", "-nope"}},
+		{"healthz with -payments", []string{"-scenario", "healthz", "-payments", "http://127.0.0.1:9"}},
+		{"-settle-wait without -payments", []string{"-settle-wait", "1s"}},
+		{"-abandon without hold", []string{"-scenario", "best", "-abandon", "0.2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -38,9 +38,24 @@
 // line per fault ({"name","start","end"}, RFC 3339), so that an outage,
 // the recovery and the moment a lock broke can be seen side by side.
 //
-// Exit status: 0 clean, 1 when a seat was double-booked, a confirmed
-// booking was lost, or a seat was booked for a request that was refused;
-// 2 for bad usage, unreachable targets or a run that could not be verified.
+// The report ends with a verdict that names every harm the run showed, not
+// only the data's: CLEAN (no harm of any kind, said once in the report),
+// HARMED (overlapping charges, refunds, stale charges refused, errors, a
+// history that is not linearizable: named, exit status 0) or FAILED.
+//
+// With -payments, the ledger is checked too: once the run is over, the
+// provider's charges minus refunds during the run must equal the bookings
+// the run confirmed, within -settle-wait (a charge left pending is settled
+// by the API after the run).
+//
+// Thresholds, as k6 has them (-max-overlaps, -max-refunds, -max-errors,
+// -max-p99, -min-rps), fail the run when a figure crosses them, and are
+// listed in the report, passed or not.
+//
+// Exit status: 0 when nothing failed, 1 when a seat was double-booked, a
+// confirmed booking was lost, a seat was booked for a request that was
+// refused, the ledger did not balance, or a threshold was crossed; 2 for
+// bad usage, unreachable targets or a run that could not be verified.
 // (go run turns every failure into its own exit status 1: build loadgen
 // where the status matters.) A target that does not answer yet is retried
 // for up to 5 seconds before it counts as unreachable.

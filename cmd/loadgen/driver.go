@@ -26,6 +26,7 @@ type record struct {
 	done     time.Duration // just after its answer was read
 
 	answer
+	ticket *holdRun // what a request of hold or best did beyond its answer; nil for the others
 }
 
 // confirmed reports whether the server booked the seats (201).
@@ -49,21 +50,34 @@ func (r *record) bookedSeats() []string {
 // latency is the time from the intended send to the answer.
 func (r *record) latency() time.Duration { return r.done - r.intended }
 
-// driver sends the booking requests of one run.
+// driver sends the requests of one run: it owns the clients, their
+// schedule and their records; what one request is (a booking, a hold and
+// its confirm, a GET /healthz) is the business of the scenario's sender.
 type driver struct {
-	client  *client
 	targets []string // requests go round-robin over these
 	pin     bool     // client c sends to target c mod len(targets), not request i to target i mod len
-	picker  picker   // nil for healthz: every request is GET /healthz
 	clients int
 	rate    float64 // requests per second; 0 = closed loop
 
 	requests int           // stop after this many requests; 0 = no limit
 	duration time.Duration // stop after this long; 0 = no limit
 
-	runID    string // makes customer names unique across runs
-	seed     uint64
-	progress func() // called after every request; safe for concurrent use
+	// newSender returns the sender of client c, called once per client
+	// goroutine.
+	newSender func(c int) sender
+	seed      uint64
+	progress  func() // called after every request; safe for concurrent use
+}
+
+// sender sends the requests of one client of a run. Each client goroutine
+// has its own, so a sender may keep what earlier answers taught it (best
+// asks for single seats once a group was sold out) without a lock.
+type sender interface {
+	// send sends request i to target and returns its record, with sent
+	// and done as offsets from start. stop reports that this client has
+	// nothing more to send (the screening is sold out); an error, that
+	// request i could not even be prepared.
+	send(ctx context.Context, start time.Time, target string, i int, rng *rand.Rand) (r record, stop bool, err error)
 }
 
 // run sends requests until the limit is reached or ctx is done. It returns
@@ -111,10 +125,12 @@ func (d *driver) run(ctx context.Context) (records []record, start time.Time, wa
 }
 
 // loop is client c: it takes the next request number, waits for its turn
-// and sends it, until the run's limit or ctx ends it. It returns the
-// records of its requests, and an error when one could not be prepared.
+// and sends it, until the run's limit, its sender or ctx ends it. It
+// returns the records of its requests, and an error when one could not be
+// prepared.
 func (d *driver) loop(ctx context.Context, start time.Time, c int, next *atomic.Int64, rng *rand.Rand) ([]record, error) {
 	var records []record
+	s := d.newSender(c)
 	for ctx.Err() == nil {
 		i := int(next.Add(1) - 1)
 		if d.requests > 0 && i >= d.requests {
@@ -128,7 +144,7 @@ func (d *driver) loop(ctx context.Context, start time.Time, c int, next *atomic.
 		if d.pin {
 			target = d.targets[c%len(d.targets)]
 		}
-		r, err := d.send(ctx, start, target, i, rng)
+		r, stop, err := s.send(ctx, start, target, i, rng)
 		if err != nil {
 			return records, err
 		}
@@ -140,30 +156,36 @@ func (d *driver) loop(ctx context.Context, start time.Time, c int, next *atomic.
 		if d.progress != nil {
 			d.progress()
 		}
+		if stop {
+			break
+		}
 	}
 	return records, nil
 }
 
-// send sends request i to target and records its times and answer: a
-// booking of the seats the picker chooses, or GET /healthz when there is
-// no picker. It fails only when the picker does.
-func (d *driver) send(ctx context.Context, start time.Time, target string, i int, rng *rand.Rand) (record, error) {
-	var r record
-	if d.picker == nil {
-		r.sent = time.Since(start)
-		r.answer = d.client.probe(ctx, target)
-	} else {
-		t, err := d.picker.pick(ctx, i, rng)
-		if err != nil {
-			return record{}, err
-		}
-		r = record{screening: t.screening.ID, seats: t.seats, customer: fmt.Sprintf("lg-%s-%d", d.runID, i)}
-		r.sent = time.Since(start)
-		r.answer = d.client.book(ctx, target, t.screening.ID, t.seats, r.customer)
-	}
-	r.done = time.Since(start)
-	return r, nil
+// bookingSender books the seats its picker chooses, for a customer name
+// of its own per request.
+type bookingSender struct {
+	client *client
+	picker picker
+	runID  string // makes customer names unique across runs
 }
+
+func (s bookingSender) send(ctx context.Context, start time.Time, target string, i int, rng *rand.Rand) (record, bool, error) {
+	t, err := s.picker.pick(ctx, i, rng)
+	if err != nil {
+		return record{}, false, err
+	}
+	r := record{screening: t.screening.ID, seats: t.seats, customer: customerName(s.runID, i)}
+	r.sent = time.Since(start)
+	r.answer = s.client.book(ctx, target, t.screening.ID, t.seats, r.customer)
+	r.done = time.Since(start)
+	return r, false, nil
+}
+
+// customerName is the customer of request i of a run: unique, so that
+// each answer and each booked seat traces back to one request.
+func customerName(runID string, i int) string { return fmt.Sprintf("lg-%s-%d", runID, i) }
 
 // schedule decides when request i goes out. In a closed loop that is now,
 // unless the run's time is up. In an open loop request i is due at

@@ -104,7 +104,8 @@ func TestRunTextReport(t *testing.T) {
 }
 
 // The text report's last line is the verdict, and it matches the exit
-// status: CLEAN with 0, FAILED and what failed with 1.
+// status: CLEAN with 0, HARMED and the harms with 0, FAILED and what
+// failed with 1.
 func TestRunVerdictLine(t *testing.T) {
 	doubleBooking := &fakeAPI{}
 	doubleBooking.doubleBook.Store(true)
@@ -117,9 +118,11 @@ func TestRunVerdictLine(t *testing.T) {
 	}{
 		{"clean", &fakeAPI{}, []string{"-seats", "2"}, 0, `^result +CLEAN$`},
 		{"double-booked and lost", doubleBooking, []string{"-seats", "2"}, 1,
-			`^result +FAILED: DOUBLE-BOOKED \(2 seats\), LOST \([0-9]+ bookings\); exit status 1$`},
+			`^result +FAILED: DOUBLE-BOOKED \(2 seats\), LOST \([0-9]+ bookings\); also NOT LINEARIZABLE \(2 seats\); exit status 1$`},
 		{"booked against a refusal", &fakeAPI{refuseAfterBooking: 5}, []string{"-scenario", "spread"}, 1,
-			`^result +FAILED: BOOKED AGAINST A REFUSAL \(10 seats\); exit status 1$`},
+			`^result +FAILED: BOOKED AGAINST A REFUSAL \(10 seats\); also NOT LINEARIZABLE \(10 seats\); exit status 1$`},
+		{"errors are harm, not failure", &fakeAPI{failConflicts: 4}, []string{"-seats", "2"}, 0,
+			`^result +HARMED: ERRORS \([0-9]+ requests\); exit status 0$`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			url := newFakeAPI(t, tc.api)
@@ -370,13 +373,14 @@ func TestCompare(t *testing.T) {
 	t.Run("text table", func(t *testing.T) {
 		url := newFakeAPI(t, &fakeAPI{})
 		code, stdout, _ := runLoadgen(t, nil, append(args[:len(args)-1], "-targets", url)...)
-		if code != 0 || !strings.Contains(stdout, "DOUBLE-BOOKED") || !strings.Contains(stdout, "refused: server not in demo mode") {
-			t.Errorf("exit %d, table:\n%s", code, stdout)
+		if code != 0 || !strings.Contains(stdout, "DOUBLE-BOOKED") || !strings.Contains(stdout, "\n[1] refused: server not in demo mode\n") ||
+			strings.Count(stdout, "refused [1]") != 4 {
+			t.Errorf("exit %d, want the four refused strategies sharing note [1]; table:\n%s", code, stdout)
 		}
 		// Refused rows must not shift the columns of the others: every
 		// row starts its columns where the header does.
 		lines := strings.Split(stdout, "\n")
-		for _, col := range []string{"CONFIRMED", "ERRORS", "LOST", "THROUGHPUT", "LINEARIZABLE"} {
+		for _, col := range []string{"BOOKED", "ERRORS", "LOST", "REQ/S", "VERDICT"} {
 			at := len([]rune(lines[0][:strings.Index(lines[0], col)]))
 			for _, l := range lines[1:] {
 				if l == "" {
@@ -392,6 +396,29 @@ func TestCompare(t *testing.T) {
 		code, _, _ := runLoadgen(t, nil, "compare", "-lock", "keyed")
 		if code != 2 {
 			t.Errorf("exit %d, want 2", code)
+		}
+	})
+}
+
+// -wide prints every column and each strategy's whole verdict on its
+// row; it is a flag of compare only.
+func TestCompareWide(t *testing.T) {
+	args := []string{"compare", "-scenario", "hot", "-seats", "2", "-clients", "6", "-requests", "60", "-payment-delay", "1ms"}
+	t.Run("wide table: every column, the whole verdict on the row", func(t *testing.T) {
+		url := newFakeAPI(t, &fakeAPI{})
+		code, stdout, _ := runLoadgen(t, nil, append(args, "-targets", url, "-wide")...)
+		for _, want := range []string{"CONFLICTS", "LINEARIZABLE", "refused: server not in demo mode\n", "CLEAN\n"} {
+			if code != 0 || !strings.Contains(stdout, want) {
+				t.Errorf("exit %d, the wide table lacks %q:\n%s", code, want, stdout)
+			}
+		}
+		if strings.Contains(stdout, "[1]") {
+			t.Errorf("the wide table has notes:\n%s", stdout)
+		}
+	})
+	t.Run("-wide is for compare only", func(t *testing.T) {
+		if code, _, stderr := runLoadgen(t, nil, "-wide"); code != 2 || !strings.Contains(stderr, "-wide") {
+			t.Errorf("exit %d, stderr %q; want 2 naming -wide", code, stderr)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/seatlock/seatlock/payment"
+	"github.com/seatlock/seatlock/reservation"
 )
 
 // fakeAPI implements just enough of the API of docs/api.md for loadgen to run
@@ -33,6 +37,12 @@ type fakeAPI struct {
 	payment time.Duration
 	// adminToken, when set, is required to create a screening.
 	adminToken string
+	// charges, when set, is the payment provider every booking, and
+	// every confirm of a hold, charges through before it is written.
+	charges *payment.Client
+	// chargeTwice makes every n-th charge go through twice: a charge that
+	// nobody booked or refunded, which the ledger must catch.
+	chargeTwice int64
 
 	// mu protects everything below. The safe path holds it from the check
 	// to the write, which makes it the "global" strategy: correct, never
@@ -40,13 +50,16 @@ type fakeAPI struct {
 	mu         sync.Mutex
 	screenings map[string]*fakeScreening
 	bookings   map[string]booking
+	holds      map[string]*fakeHold
 	nextID     int
 	calls      int64
+	charged    int64
 }
 
 type fakeScreening struct {
 	screening
-	seats map[string]string // seat id -> booking id
+	holdTTL time.Duration
+	seats   map[string]string // seat id -> booking id
 }
 
 func newFakeAPI(t *testing.T, f *fakeAPI) string {
@@ -60,6 +73,7 @@ func newFakeAPI(t *testing.T, f *fakeAPI) string {
 func (f *fakeAPI) handler() http.Handler {
 	f.screenings = map[string]*fakeScreening{}
 	f.bookings = map[string]booking{}
+	f.holds = map[string]*fakeHold{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -69,6 +83,8 @@ func (f *fakeAPI) handler() http.Handler {
 	mux.HandleFunc("GET /v1/screenings/{id}/seats", f.getSeats)
 	mux.HandleFunc("POST /v1/screenings/{id}/bookings", f.book)
 	mux.HandleFunc("GET /v1/bookings/{id}", f.getBooking)
+	mux.HandleFunc("POST /v1/screenings/{id}/holds", f.hold)
+	mux.HandleFunc("POST /v1/holds/{id}/confirm", f.confirm)
 	return mux
 }
 
@@ -104,6 +120,10 @@ func (f *fakeAPI) createScreening(w http.ResponseWriter, r *http.Request) {
 	if req.PaymentDelayMS != nil {
 		s.PaymentDelayMS = *req.PaymentDelayMS
 	}
+	holdTTL := 10 * time.Minute
+	if req.HoldTTLMS != nil {
+		holdTTL = time.Duration(*req.HoldTTLMS) * time.Millisecond
+	}
 	if (s.Lock == "none" || s.Guard == "off") && !f.demo {
 		writeError(w, http.StatusBadRequest, "invalid_request", nil)
 		return
@@ -111,7 +131,7 @@ func (f *fakeAPI) createScreening(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.nextID++
 	s.ID = fmt.Sprintf("s%d", f.nextID)
-	f.screenings[s.ID] = &fakeScreening{screening: s, seats: map[string]string{}}
+	f.screenings[s.ID] = &fakeScreening{screening: s, holdTTL: holdTTL, seats: map[string]string{}}
 	f.mu.Unlock()
 	writeJSON(w, http.StatusCreated, s)
 }
@@ -146,6 +166,8 @@ func (f *fakeAPI) getSeats(w http.ResponseWriter, r *http.Request) {
 		st := seatState{ID: id, Status: "free"}
 		if b := s.seats[id]; b != "" {
 			st.Status, st.BookingID = "booked", b
+		} else if f.heldLocked(s.ID, id) {
+			st.Status = "held"
 		}
 		seats = append(seats, st)
 	}
@@ -159,14 +181,24 @@ func (f *fakeAPI) getBooking(w http.ResponseWriter, r *http.Request) {
 func (f *fakeAPI) book(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Seats    []string `json:"seats"`
+		Count    int      `json:"count"`
 		Customer string   `json:"customer"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Seats) == 0 || req.Customer == "" {
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || (len(req.Seats) == 0) == (req.Count == 0) || req.Customer == "" {
 		writeError(w, http.StatusBadRequest, "invalid_request", nil)
 		return
 	}
+	if req.Count > 0 {
+		f.bookBest(r.Context(), w, r.PathValue("id"), req.Count, req.Customer)
+		return
+	}
+	f.bookSeats(r.Context(), w, r.PathValue("id"), req.Seats, req.Customer)
+}
+
+// bookSeats books the seats of screening id, or answers why not.
+func (f *fakeAPI) bookSeats(ctx context.Context, w http.ResponseWriter, id string, seats []string, customer string) {
 	f.mu.Lock()
-	s, ok := f.screenings[r.PathValue("id")]
+	s, ok := f.screenings[id]
 	if !ok {
 		f.mu.Unlock()
 		writeError(w, http.StatusNotFound, "not_found", nil)
@@ -177,7 +209,7 @@ func (f *fakeAPI) book(w http.ResponseWriter, r *http.Request) {
 	// test of loadgen's verifier could pass by luck.
 	unsafe := f.doubleBook.Load() || s.Lock == "none" || s.Guard == "off"
 	var taken []string
-	for _, seat := range req.Seats {
+	for _, seat := range seats {
 		if !unsafe && s.seats[seat] != "" {
 			taken = append(taken, seat)
 		}
@@ -195,15 +227,14 @@ func (f *fakeAPI) book(w http.ResponseWriter, r *http.Request) {
 	}
 	// The mutex is held through the payment: the "global" strategy.
 	time.Sleep(time.Duration(s.PaymentDelayMS) * time.Millisecond)
-	f.nextID++
+	b, err := f.writeLocked(ctx, s, seats, customer)
 	f.calls++
-	b := booking{ID: fmt.Sprintf("b%d", f.nextID), Seats: slices.Clone(req.Seats), Customer: req.Customer}
-	for _, seat := range req.Seats {
-		s.seats[seat] = b.ID
-	}
-	f.bookings[b.ID] = b
 	calls := f.calls
 	f.mu.Unlock()
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", nil)
+		return
+	}
 
 	switch {
 	case f.failAfterBooking > 0 && calls%f.failAfterBooking == 0:
@@ -213,4 +244,39 @@ func (f *fakeAPI) book(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusCreated, b)
 	}
+}
+
+// writeLocked charges for the seats (when the fake charges) and books
+// them. The caller holds f.mu.
+func (f *fakeAPI) writeLocked(ctx context.Context, s *fakeScreening, seats []string, customer string) (booking, error) {
+	f.nextID++
+	b := booking{ID: fmt.Sprintf("b%d", f.nextID), Seats: slices.Clone(seats), Customer: customer}
+	if err := f.chargeLocked(ctx, s, b); err != nil {
+		return booking{}, err
+	}
+	for _, seat := range seats {
+		s.seats[seat] = b.ID
+	}
+	f.bookings[b.ID] = b
+	return b, nil
+}
+
+// chargeLocked charges for booking b through f.charges, when set: twice
+// every chargeTwice-th time. The caller holds f.mu.
+func (f *fakeAPI) chargeLocked(ctx context.Context, s *fakeScreening, b booking) error {
+	if f.charges == nil {
+		return nil
+	}
+	f.charged++
+	times := 1
+	if f.chargeTwice > 0 && f.charged%f.chargeTwice == 0 {
+		times = 2
+	}
+	for range times {
+		_, err := f.charges.Charge(ctx, reservation.Charge{BookingID: b.ID, ScreeningID: s.ID, Seats: b.Seats, Customer: b.Customer})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -9,8 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -27,10 +25,14 @@ import (
 //     confirms; the -abandon share of holds is never confirmed: the payer
 //     walks away and the hold must expire by itself.
 //
-// Both verify, beyond the usual double bookings and lost bookings: that
-// no confirm was accepted after its hold expired, that every abandoned
-// hold's seats are free again once it expired, and that a screening that
-// refused a single seat as sold out has no free seat left.
+// Both run through the one driver (a ticketSender per client) and the one
+// verification, so -payments, -faults, -watchers and the linearizability
+// check work for them as for every scenario. The bookings verified are
+// the 201s of best and the confirms of hold (a hold is not a booking: it
+// may expire). Both also verify that no confirm was accepted after its
+// hold expired, that every abandoned hold's seats are free again once it
+// expired, and that a screening that refused a single seat as sold out has
+// no free seat left.
 const (
 	scenarioHold = "hold"
 	scenarioBest = "best"
@@ -83,12 +85,8 @@ type holdCounts struct {
 	SoldOutWithFreeSeats int `json:"sold_out_with_free_seats"`
 }
 
-// failed reports a safety violation among the figures.
-func (h *holdCounts) failed() bool {
-	return h != nil && (h.ConfirmedAfterExpiry > 0 || h.AbandonedSeatsNotFreed > 0 || h.SoldOutWithFreeSeats > 0)
-}
-
-// holdRun is what one request of a hold or best run did, beyond its record.
+// holdRun is what one request of a hold or best run did, beyond its
+// record.
 type holdRun struct {
 	count     int
 	hold      holdAnswer // the hold of a 201 (hold scenario)
@@ -107,163 +105,101 @@ type holdAnswer struct {
 	Token     string    `json:"token"`
 }
 
-// runTicketing runs the hold or best scenario (see above) and verifies it.
-func runTicketing(ctx context.Context, c *client, cfg config, p progress) (*report, error) {
-	setup := cfg.targets[0]
-	first, before, err := prepareScreening(ctx, c, setup, cfg)
-	if err != nil {
-		return nil, err
+// ticketSender is one client of the hold or best scenario (see above).
+type ticketSender struct {
+	client    *client
+	scenario  string
+	screening string
+	targets   []string // a hold is confirmed on the target after the one that made it
+	runID     string
+	abandon   float64       // share of holds never confirmed
+	pay       time.Duration // the client's own payment time, before a confirm
+
+	single bool // refused sold_out for a group: asks for one seat from now on
+}
+
+func (s *ticketSender) send(ctx context.Context, start time.Time, target string, i int, rng *rand.Rand) (record, bool, error) {
+	n := 1
+	if !s.single {
+		n = 1 + rng.IntN(4)
 	}
-	seed := cfg.seed
-	if seed == 0 {
-		seed = rand.Uint64()
+	r := record{screening: s.screening, customer: customerName(s.runID, i), ticket: &holdRun{count: n}}
+	r.sent = time.Since(start)
+	if s.scenario == scenarioBest {
+		var b booking
+		r.answer = s.client.ticket(ctx, target+"/v1/screenings/"+s.screening+"/bookings", n, r.customer, &b)
+		r.booking = b
+	} else {
+		r.answer = s.client.ticket(ctx, target+"/v1/screenings/"+s.screening+"/holds", n, r.customer, &r.ticket.hold)
 	}
-	total := int64(-1)
-	if cfg.stopByRequests {
-		total = int64(cfg.requests)
-	}
-	tick, finish := p.start(total, first.Lock+"/"+first.Guard+" "+cfg.scenario)
-	runID := newRunID()
-	var (
-		next    atomic.Int64
-		wg      sync.WaitGroup
-		perConn = make([][]record, cfg.clients)
-		runs    = make([][]holdRun, cfg.clients)
-	)
-	start := time.Now()
-	for cl := range cfg.clients {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(seed, uint64(cl)))
-			single := false // refused sold_out for a group: ask for one seat from now on
-			for ctx.Err() == nil && (cfg.duration == 0 || time.Since(start) < cfg.duration) {
-				i := int(next.Add(1) - 1)
-				if cfg.stopByRequests && i >= cfg.requests {
-					return
-				}
-				n := 1
-				if !single {
-					n = 1 + rng.IntN(4)
-				}
-				target := cfg.targets[i%len(cfg.targets)]
-				r := record{screening: first.ID, customer: fmt.Sprintf("lg-%s-%d", runID, i)}
-				hr := holdRun{count: n}
-				r.sent = time.Since(start)
-				if cfg.scenario == scenarioBest {
-					var b booking
-					r.answer = c.ticket(ctx, target+"/v1/screenings/"+first.ID+"/bookings", n, r.customer, &b)
-					r.booking = b
-				} else {
-					r.answer = c.ticket(ctx, target+"/v1/screenings/"+first.ID+"/holds", n, r.customer, &hr.hold)
-				}
-				r.done = time.Since(start)
-				r.intended = r.sent
-				if r.confirmed() && cfg.scenario == scenarioHold {
-					hr.heldAt = time.Now()
-					// The confirm goes to the next instance: a hold must
-					// mean the same on all of them.
-					hr.abandoned = rng.Float64() < cfg.abandon
-					if !hr.abandoned {
-						confirmHold(ctx, c, cfg.targets[(i+1)%len(cfg.targets)], cfg.paymentDelay, rng, start, &r, &hr)
-					}
-				}
-				perConn[cl] = append(perConn[cl], r)
-				runs[cl] = append(runs[cl], hr)
-				if tick != nil {
-					tick()
-				}
-				if r.code == "sold_out" {
-					if n == 1 && cfg.scenario == scenarioBest {
-						return // sold out: this client is done
-					}
-					single = true
-					if cfg.scenario == scenarioHold {
-						// Held seats come back when their holds expire.
-						sleep(ctx, 50*time.Millisecond)
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	finish()
-	var records []record
-	var all []holdRun
-	var wall time.Duration
-	for cl := range perConn {
-		records = append(records, perConn[cl]...)
-		all = append(all, runs[cl]...)
-		for _, r := range perConn[cl] {
-			wall = max(wall, r.done)
+	r.done = time.Since(start)
+	if r.confirmed() && s.scenario == scenarioHold {
+		r.ticket.heldAt = time.Now()
+		r.ticket.abandoned = rng.Float64() < s.abandon
+		if !r.ticket.abandoned {
+			// The confirm goes to the next instance: a hold must mean
+			// the same on all of them.
+			s.confirmHold(ctx, s.targets[(i+1)%len(s.targets)], rng, start, &r)
 		}
 	}
-
-	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)
-	defer cancel()
-	hc := &holdCounts{}
-	// Bookings are the 201 answers of best, and the confirms of hold.
-	bookings := records
-	if cfg.scenario == scenarioHold {
-		bookings = countHolds(hc, all)
-		hc.AbandonedChecked = waitForExpiry(vctx, all)
+	if r.code != "sold_out" {
+		return r, false, nil
 	}
-	final, err := readSeats(vctx, c, setup, []*screening{first}, start)
-	if err != nil {
-		return nil, fmt.Errorf("reading the final seat map: %w", err)
+	if n == 1 && s.scenario == scenarioBest {
+		return r, true, nil // sold out: this client is done
 	}
-	statuses, err := c.seats(vctx, setup, first.ID)
-	if err != nil {
-		return nil, fmt.Errorf("reading the final seat map: %w", err)
+	s.single = true
+	if s.scenario == scenarioHold {
+		// Held seats come back when their holds expire.
+		sleep(ctx, 50*time.Millisecond)
 	}
-	checkFinal(hc, cfg.scenario, records, all, statuses)
-	owners := lookupOwners(vctx, c, setup, phantomBookings(bookings, before, final.seats))
-
-	rep := &report{
-		Scenario:       cfg.scenario,
-		Targets:        cfg.targets,
-		Strategy:       first.Lock,
-		Guard:          first.Guard,
-		PaymentDelayMS: first.PaymentDelayMS,
-		Screenings:     []string{first.ID},
-		Mode:           "closed",
-		Clients:        cfg.clients,
-		counts:         count(bookings, before, final.seats, owners),
-		Linearizable:   unknownVerdict,
-		Holds:          hc,
-	}
-	// Parallelism is over the critical sections of the hold requests,
-	// which pay nothing: the payment happens outside, on the client.
-	rep.summarize(records, wall)
-	if cfg.scenario == scenarioHold {
-		rep.PaymentDelayMS = cfg.paymentDelay.Milliseconds() // paid on the client's side
-	}
-	return rep, nil
+	return r, false, nil
 }
 
 // confirmHold pays on the client's side, then confirms the hold of r with
-// its token, and notes the answer in hr.
-func confirmHold(ctx context.Context, c *client, target string, pay time.Duration, rng *rand.Rand, start time.Time, r *record, hr *holdRun) {
-	sleep(ctx, time.Duration(float64(pay)*(0.5+rng.Float64())))
-	conf := record{screening: r.screening, customer: r.customer}
+// its token, and notes the answer in r's ticket. The confirm's record
+// names the hold's seats, so that one without an answer can be checked
+// like any booking that may or may not have happened.
+func (s *ticketSender) confirmHold(ctx context.Context, target string, rng *rand.Rand, start time.Time, r *record) {
+	hr := r.ticket
+	sleep(ctx, time.Duration(float64(s.pay)*(0.5+rng.Float64())))
+	conf := record{screening: r.screening, seats: hr.hold.Seats, customer: r.customer}
 	hr.sentAt = time.Now()
 	conf.sent = time.Since(start)
 	var b struct {
 		booking
 		CreatedAt time.Time `json:"created_at"`
 	}
-	conf.answer = c.post(ctx, target+"/v1/holds/"+hr.hold.ID+"/confirm", nil, hr.hold.Token, &b)
+	conf.answer = s.client.post(ctx, target+"/v1/holds/"+hr.hold.ID+"/confirm", nil, hr.hold.Token, &b)
 	conf.done = time.Since(start)
 	conf.intended = conf.sent
 	conf.booking, hr.createdAt = b.booking, b.CreatedAt
 	hr.confirm = &conf
 }
 
+// ticketBookings returns the bookings of a hold or best run, which are
+// verified like those of any run, and the figures of its holds: the 201s
+// of best, the confirms of hold. For hold it first waits until every hold
+// of the run has expired, so that the final seat map shows what expiry
+// did.
+func ticketBookings(ctx context.Context, scenario string, records []record) ([]record, *holdCounts) {
+	hc := &holdCounts{}
+	if scenario == scenarioBest {
+		return records, hc
+	}
+	confirms := countHolds(hc, records)
+	hc.AbandonedChecked = waitForExpiry(ctx, records)
+	return confirms, hc
+}
+
 // countHolds fills in the hold figures and returns the confirms as the
 // run's bookings.
-func countHolds(hc *holdCounts, runs []holdRun) []record {
+func countHolds(hc *holdCounts, records []record) []record {
 	var confirms []record
 	var delays []time.Duration
-	for _, hr := range runs {
-		if hr.hold.ID == "" {
+	for _, rec := range records {
+		hr := rec.ticket
+		if hr == nil || hr.hold.ID == "" {
 			continue
 		}
 		hc.Held++
@@ -293,11 +229,11 @@ func countHolds(hc *holdCounts, runs []holdRun) []record {
 // waitForExpiry waits until every hold of the run has expired, so that
 // the final map shows what expiry alone did. It returns false, without
 // waiting, when that is more than maxExpiryWait away.
-func waitForExpiry(ctx context.Context, runs []holdRun) bool {
+func waitForExpiry(ctx context.Context, records []record) bool {
 	var last time.Time
-	for _, hr := range runs {
-		if hr.hold.ExpiresAt.After(last) {
-			last = hr.hold.ExpiresAt
+	for _, r := range records {
+		if r.ticket != nil && r.ticket.hold.ExpiresAt.After(last) {
+			last = r.ticket.hold.ExpiresAt
 		}
 	}
 	wait := time.Until(last) + 100*time.Millisecond
@@ -308,9 +244,20 @@ func waitForExpiry(ctx context.Context, runs []holdRun) bool {
 	return ctx.Err() == nil
 }
 
+// checkTickets reads the final seat map of a hold or best run and checks
+// it against the abandoned holds and the sold-out answers.
+func checkTickets(ctx context.Context, c *client, target string, s *screening, hc *holdCounts, scenario string, records []record) error {
+	statuses, err := c.seats(ctx, target, s.ID)
+	if err != nil {
+		return fmt.Errorf("reading the final seat map: %w", err)
+	}
+	checkFinal(hc, scenario, records, statuses)
+	return nil
+}
+
 // checkFinal checks the final seat map against the abandoned holds and the
 // sold-out answers.
-func checkFinal(hc *holdCounts, scenario string, records []record, runs []holdRun, seats []seatState) {
+func checkFinal(hc *holdCounts, scenario string, records []record, seats []seatState) {
 	status := make(map[string]string, len(seats))
 	free := 0
 	for _, s := range seats {
@@ -319,19 +266,19 @@ func checkFinal(hc *holdCounts, scenario string, records []record, runs []holdRu
 			free++
 		}
 	}
-	if hc.AbandonedChecked {
-		for _, hr := range runs {
-			if hr.abandoned {
-				for _, seat := range hr.hold.Seats {
-					if status[seat] == "held" {
-						hc.AbandonedSeatsNotFreed++
-					}
+	for _, r := range records {
+		hr := r.ticket
+		if hr == nil {
+			continue
+		}
+		if hc.AbandonedChecked && hr.abandoned {
+			for _, seat := range hr.hold.Seats {
+				if status[seat] == "held" {
+					hc.AbandonedSeatsNotFreed++
 				}
 			}
 		}
-	}
-	for i, r := range records {
-		if r.code == "sold_out" && runs[i].count == 1 {
+		if r.code == "sold_out" && hr.count == 1 {
 			hc.SoldOutSingles++
 		}
 	}

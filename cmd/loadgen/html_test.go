@@ -146,3 +146,61 @@ func TestHTMLReport(t *testing.T) {
 		}
 	})
 }
+
+// A run that harmed customers is not shown green, and names every harm.
+func TestHTMLHarmedRun(t *testing.T) {
+	rep := &report{Scenario: scenarioMixed, Strategy: "keyed", Guard: "fence", Payments: &paymentCounts{Charges: 120, Refunds: 16, Overlaps: 8}}
+	rep.judge(nil)
+	var page strings.Builder
+	if err := writeHTML(&page, "harmed", []*report{rep}); err != nil {
+		t.Fatal(err)
+	}
+	want := `<p class="verdict harmed"><strong>result: HARMED: OVERLAPS (8 charges), REFUNDS (16 charges); exit status 0</strong>`
+	if !strings.Contains(page.String(), want) {
+		t.Errorf("the page lacks %s", want)
+	}
+	if n := strings.Count(page.String(), "Clean means"); n != 1 {
+		t.Errorf("the page says what clean means %d times, want once", n)
+	}
+}
+
+// The HTML of compare with payments: refunds beside overlaps, rows of one
+// line, and no exit status it did not have.
+func TestHTMLCompareWithPayments(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "paid.html")
+	pay, charges := newProvider(t)
+	paid := newFakeAPI(t, &fakeAPI{charges: charges})
+	code, _, stderr := runLoadgen(t, nil, "compare", "-targets", paid, "-payments", pay, "-seats", "2", "-clients", "4", "-requests", "40",
+		"-html", file)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	pair := regexp.MustCompile(`(?s)<div class="pair">\s*<svg class="bars" data-chart="overlapping charges[^"]*".*?</svg>\s*<svg class="bars" data-chart="refunds[^"]*".*?</svg>\s*</div>`)
+	if !pair.MatchString(page) {
+		t.Error("no refunds chart beside the overlaps chart")
+	}
+	if strings.Contains(page, "exit status") {
+		t.Error("a compare that exited 0 shows an exit status")
+	}
+	// Every row of the runs table has as many cells as the header,
+	// refused or not, and no cell spans columns.
+	table := regexp.MustCompile(`(?s)<table class="runs">.*?</table>`).FindString(page)
+	rows := regexp.MustCompile(`<tr>.*</tr>`).FindAllString(table, -1)
+	if len(rows) != len(compareStrategies())+1 || strings.Contains(table, "colspan") {
+		t.Fatalf("%d rows, want a header and %d strategies, none spanning columns:\n%s", len(rows), len(compareStrategies()), table)
+	}
+	want := strings.Count(rows[0], "<th>")
+	for _, row := range rows[1:] {
+		if n := strings.Count(row, "<td"); n != want {
+			t.Errorf("%d cells, want %d: %s", n, want, row)
+		}
+	}
+	if !strings.Contains(page, `refused <sup>[1]</sup>`) || !strings.Contains(page, "<li>refused: server not in demo mode</li>") {
+		t.Error("refused strategies do not point at a note that says why")
+	}
+}

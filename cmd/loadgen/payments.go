@@ -49,37 +49,3 @@ func runPayments(ctx context.Context, args []string, stderr io.Writer) error {
 		s.Charges, s.Refunds, s.Overlaps, s.RefusedStale, s.MaxConcurrent)
 	return err
 }
-
-// paymentCounts are the provider's counts for one run: the difference of
-// its stats after and before the run.
-type paymentCounts struct {
-	Charges      int64 `json:"charges"`
-	Refunds      int64 `json:"refunds"`
-	Overlaps     int64 `json:"overlaps"`
-	RefusedStale int64 `json:"refused_stale"`
-}
-
-// paymentStats reads the provider's stats at url (its base URL).
-func (c *client) paymentStats(ctx context.Context, url string) (payment.Stats, error) {
-	var s payment.Stats
-	err := c.do(ctx, http.MethodGet, url+"/v1/stats", nil, http.StatusOK, &s)
-	return s, err
-}
-
-// since returns the counts from before to after.
-func since(before, after payment.Stats) *paymentCounts {
-	return &paymentCounts{
-		Charges:      after.Charges - before.Charges,
-		Refunds:      after.Refunds - before.Refunds,
-		Overlaps:     after.Overlaps - before.Overlaps,
-		RefusedStale: after.RefusedStale - before.RefusedStale,
-	}
-}
-
-// overlaps is p's overlap count, 0 for a run without a provider.
-func (p *paymentCounts) overlaps() int64 {
-	if p == nil {
-		return 0
-	}
-	return p.Overlaps
-}

@@ -82,6 +82,9 @@ func TestOverlapsByStrategy(t *testing.T) {
 			if got := p.Charges - p.Refunds; got != int64(r.Succeeded) {
 				t.Errorf("%s: %d charges - %d refunds = %d, but %d bookings were confirmed", name, p.Charges, p.Refunds, got, r.Succeeded)
 			}
+			if r.Guard == "fence" && (!p.LedgerOK || p.Confirmed != r.Succeeded) {
+				t.Errorf("%s: ledger %q (ok %v); want it balanced on the %d confirmed bookings", name, p.Ledger, p.LedgerOK, r.Succeeded)
+			}
 			if r.Guard == "fence" && (r.DoubleBookedSeats != 0 || r.LostBookings != 0) {
 				t.Errorf("%s: %d double-booked, %d lost; the fenced write must keep the seat map right", name, r.DoubleBookedSeats, r.LostBookings)
 			}

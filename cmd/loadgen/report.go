@@ -74,6 +74,15 @@ type report struct {
 	counts
 	Linearizable         verdict  `json:"linearizable"`
 	NonLinearizableSeats []string `json:"non_linearizable_seats,omitempty"`
+
+	// Result is CLEAN, HARMED, FAILED or NOT VERIFIED, and Harms every
+	// harm the run showed (verdict.go); CleanMeans says what a clean
+	// result needs of this run.
+	Result     string `json:"result,omitempty"`
+	Harms      []harm `json:"harms,omitempty"`
+	CleanMeans string `json:"clean_means,omitempty"`
+	// Thresholds are those of the -max-* and -min-* flags, measured.
+	Thresholds []threshold `json:"thresholds,omitempty"`
 }
 
 // newReport starts the report of a run of cfg: what was asked for. The
@@ -100,11 +109,6 @@ type latencies struct {
 	P999 float64 `json:"p999"`
 	Max  float64 `json:"max"`
 	Mean float64 `json:"mean"`
-}
-
-// failed reports whether the run found a safety violation (exit status 1).
-func (r *report) failed() bool {
-	return r.Refused == "" && (r.counts.failed() || r.Holds.failed())
 }
 
 // summarize fills in the request counts, throughput, latency and
@@ -230,8 +234,7 @@ func writeText(w io.Writer, r *report) error {
 	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if p := r.Payments; p != nil {
-		row("payments", "%d charges, %d refunds, %d refused stale", p.Charges, p.Refunds, p.RefusedStale)
-		row("overlaps", "%d (charges for a seat while another was in progress: two lock holders at once)", p.Overlaps)
+		writePayments(row, p)
 	}
 	if h := r.Holds; h != nil {
 		writeHolds(row, h)
@@ -245,54 +248,29 @@ func writeText(w io.Writer, r *report) error {
 		lin += " (seats: " + strings.Join(r.NonLinearizableSeats, ", ") + ")"
 	}
 	row("linearizable", "%s", lin)
-	row("result", "%s", r.verdict())
+	for _, t := range r.Thresholds {
+		row("threshold", "%s", t.line())
+	}
+	row("clean means", "%s", r.CleanMeans)
+	row("result", "%s", r.verdictLine())
 	return tw.Flush()
 }
 
-// verdict is the report's conclusion in one line, matching the exit
-// status: CLEAN (0), or FAILED with what failed (1).
-func (r *report) verdict() string {
-	if r.Scenario == scenarioHealthz {
-		return "NOT VERIFIED: healthz books nothing (exit status 0)"
+// writePayments prints the provider's counts and the ledger.
+func writePayments(row func(name, format string, args ...any), p *paymentCounts) {
+	voids := ""
+	if p.Voids != nil {
+		voids = fmt.Sprintf(", %d voids", *p.Voids)
 	}
-	if !r.failed() {
-		return "CLEAN"
+	row("payments", "%d charges, %d refunds%s, %d refused stale", p.Charges, p.Refunds, voids, p.RefusedStale)
+	note := ""
+	if p.Charges == 0 && p.Overlaps > 0 && !p.NotCharging {
+		// The provider counts an overlap when a charge begins, and
+		// charges only what is still awaited when its delay is over.
+		note = "; none was charged: every one was given up before its payment was made"
 	}
-	return "FAILED: " + strings.Join(r.failures(), ", ") + "; exit status 1"
-}
-
-// failures names what made the run fail, with how much of it.
-func (r *report) failures() []string {
-	var h holdCounts
-	if r.Holds != nil {
-		h = *r.Holds
-	}
-	found := []struct {
-		n          int
-		what, unit string
-	}{
-		{r.DoubleBookedSeats, "DOUBLE-BOOKED", "seat"},
-		{r.LostBookings, "LOST", "booking"},
-		{r.PhantomSeatsContradicted, "BOOKED AGAINST A REFUSAL", "seat"},
-		{h.ConfirmedAfterExpiry, "CONFIRMED AFTER EXPIRY", "confirm"},
-		{h.AbandonedSeatsNotFreed, "ABANDONED NOT FREED", "seat"},
-		{h.SoldOutWithFreeSeats, "SOLD OUT WITH FREE SEATS", "seat"},
-	}
-	var out []string
-	for _, f := range found {
-		if f.n > 0 {
-			out = append(out, fmt.Sprintf("%s (%s)", f.what, plural(f.n, f.unit)))
-		}
-	}
-	return out
-}
-
-// plural is "1 seat", "2 seats".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
+	row("overlaps", "%d (charges for a seat while another was in progress: two lock holders at once)%s", p.Overlaps, note)
+	row("ledger", "%s", p.Ledger)
 }
 
 // writeTimelineText prints the timeline as a table, one row per bucket,

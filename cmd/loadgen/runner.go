@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/seatlock/seatlock/payment"
-
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -49,12 +47,24 @@ func runScenario(ctx context.Context, cfg config, p progress) (*report, error) {
 			return nil, usagef("target %s is unreachable (waited %v): %v", t, startupWait, err)
 		}
 	}
+	var rep *report
+	var err error
 	if cfg.scenario == scenarioHealthz {
-		return runHealthz(ctx, c, cfg, p)
+		rep, err = runHealthz(ctx, c, cfg, p)
+	} else {
+		rep, err = runBookings(ctx, c, cfg, p)
 	}
-	if cfg.scenario == scenarioHold || cfg.scenario == scenarioBest {
-		return runTicketing(ctx, c, cfg, p)
+	if err != nil {
+		return nil, err
 	}
+	rep.judge(cfg.thresholds)
+	return rep, nil
+}
+
+// runBookings runs a scenario that books: it prepares the screenings,
+// sends the load, then verifies the result from the answers and the final
+// seat map.
+func runBookings(ctx context.Context, c *client, cfg config, p progress) (*report, error) {
 	sr, err := prepareRun(ctx, c, cfg)
 	if err != nil {
 		return nil, err
@@ -83,14 +93,16 @@ type scenarioRun struct {
 	first  *screening // the first screening of the run; the others are like it
 	before seatMap    // who held the seats of first before the run
 	pool   *screeningPool
-	picker picker
 	seed   uint64
+	runID  string // makes the run's customer names unique across runs
+
+	newSender func(c int) sender // the sender of client c
 }
 
-// prepareRun prepares the screenings and the seat picker of cfg's scenario
+// prepareRun prepares the screenings and the senders of cfg's scenario
 // before the clock starts.
 func prepareRun(ctx context.Context, c *client, cfg config) (*scenarioRun, error) {
-	sr := &scenarioRun{cfg: cfg, c: c, setup: cfg.targets[0], seed: cfg.seed}
+	sr := &scenarioRun{cfg: cfg, c: c, setup: cfg.targets[0], seed: cfg.seed, runID: newRunID()}
 	var err error
 	if sr.first, sr.before, err = prepareScreening(ctx, c, sr.setup, cfg); err != nil {
 		return nil, err
@@ -107,17 +119,41 @@ func prepareRun(ctx context.Context, c *client, cfg config) (*scenarioRun, error
 	if sr.seed == 0 {
 		sr.seed = mathrand.Uint64()
 	}
-	if sr.picker, err = newPicker(cfg.scenario, sr.pool, cfg.seats, len(cfg.targets), sr.seed); err != nil {
+	if sr.newSender, err = sr.senders(); err != nil {
 		return nil, err
 	}
 	return sr, nil
+}
+
+// tickets reports whether the run is of a ticketing scenario (holds.go).
+func (sr *scenarioRun) tickets() bool {
+	return sr.cfg.scenario == scenarioHold || sr.cfg.scenario == scenarioBest
+}
+
+// senders returns what makes the sender of each client: a booking of the
+// seats the scenario's picker chooses, or a ticket of the hold and best
+// scenarios, which keeps per client what the sold-out answers taught it.
+func (sr *scenarioRun) senders() (func(int) sender, error) {
+	cfg := sr.cfg
+	if sr.tickets() {
+		return func(int) sender {
+			return &ticketSender{client: sr.c, scenario: cfg.scenario, screening: sr.first.ID, targets: cfg.targets,
+				runID: sr.runID, abandon: cfg.abandon, pay: cfg.paymentDelay}
+		}, nil
+	}
+	p, err := newPicker(cfg.scenario, sr.pool, cfg.seats, len(cfg.targets), sr.seed)
+	if err != nil {
+		return nil, err
+	}
+	bs := bookingSender{client: sr.c, picker: p, runID: sr.runID}
+	return func(int) sender { return bs }, nil
 }
 
 // observers watch a run from the side: open seat-map pages (-watchers)
 // and the payment provider's counts (-payments).
 type observers struct {
 	watching   *watchers     // nil without -watchers
-	paidBefore payment.Stats // the provider's counts when the run started
+	paidBefore providerStats // the provider's counts when the run started
 	beforeAt   time.Time     // when paidBefore was read
 	polling    *statsPoller  // the provider's counts during the run; nil without -payments
 
@@ -176,19 +212,21 @@ func (sr *scenarioRun) load(ctx context.Context, p progress) ([]record, time.Tim
 	if sr.cfg.stopByRequests {
 		total = int64(sr.cfg.requests)
 	}
-	tick, finish := p.start(total, sr.first.Lock+"/"+sr.first.Guard)
+	description := sr.first.Lock + "/" + sr.first.Guard
+	if sr.tickets() {
+		description += " " + sr.cfg.scenario
+	}
+	tick, finish := p.start(total, description)
 	defer finish()
 	d := &driver{
-		client:   sr.c,
-		targets:  sr.cfg.targets,
-		pin:      sr.cfg.pin,
-		picker:   sr.picker,
-		clients:  sr.cfg.clients,
-		rate:     sr.cfg.rate,
-		duration: sr.cfg.duration,
-		runID:    newRunID(),
-		seed:     sr.seed,
-		progress: tick,
+		targets:   sr.cfg.targets,
+		pin:       sr.cfg.pin,
+		clients:   sr.cfg.clients,
+		rate:      sr.cfg.rate,
+		duration:  sr.cfg.duration,
+		newSender: sr.newSender,
+		seed:      sr.seed,
+		progress:  tick,
 	}
 	if sr.cfg.stopByRequests {
 		d.requests = sr.cfg.requests
@@ -200,48 +238,92 @@ func (sr *scenarioRun) load(ctx context.Context, p progress) ([]record, time.Tim
 // owners of bookings no 201 named), checks the run against it and returns
 // the report. It goes on after Ctrl-C, within verifyTimeout, so that an
 // interrupted run is still verified as far as it went.
+//
+// The bookings verified are the 201 answers, except in hold, whose
+// bookings are its confirms: its holds are checked apart (holds.go).
 func (sr *scenarioRun) verify(ctx context.Context, obs *observers, records []record, start time.Time, wall time.Duration) (*report, error) {
-	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)
+	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout+sr.cfg.settleWait)
 	defer cancel()
-	screenings := sr.pool.all()
-	final, err := readSeats(vctx, sr.c, sr.setup, screenings, start)
+	bookings, holds := records, (*holdCounts)(nil)
+	if sr.tickets() {
+		bookings, holds = ticketBookings(vctx, sr.cfg.scenario, records)
+	}
+	final, err := readSeats(vctx, sr.c, sr.setup, sr.pool.all(), start)
 	if err != nil {
 		return nil, fmt.Errorf("reading the final seat map: %w", err)
 	}
-	var (
-		paid    *paymentCounts
-		samples []overlapSample
-	)
-	if sr.cfg.payments != "" {
-		// Every answer is in, and the API refunds before it answers: the
-		// provider's counts are final.
-		after, err := sr.c.paymentStats(vctx, sr.cfg.payments)
-		if err != nil {
-			return nil, fmt.Errorf("reading the payment provider's counts: %w", err)
+	if holds != nil {
+		if err := checkTickets(vctx, sr.c, sr.setup, sr.first, holds, sr.cfg.scenario, records); err != nil {
+			return nil, err
 		}
-		paid = since(obs.paidBefore, after)
-		samples = obs.polling.overlapSamples(start,
-			overlapSample{at: obs.beforeAt.Sub(start), overlaps: obs.paidBefore.Overlaps},
-			overlapSample{at: wall, overlaps: after.Overlaps})
 	}
-	tl, err := runTimeline(sr.cfg, records, start, wall, samples)
-	if err != nil {
+	owners := lookupOwners(vctx, sr.c, sr.setup, phantomBookings(bookings, sr.before, final.seats))
+	placeUnnamed(bookings, final.seats, owners)
+	rep := sr.newReport(records, wall)
+	rep.counts = count(bookings, sr.before, final.seats, owners)
+	rep.Holds = holds
+	rep.Watchers, rep.EventsReceived, rep.WatchersCut = sr.cfg.watchers, obs.events, obs.cut
+
+	// Charges for bookings that were overwritten never balance: the
+	// ledger of a run that lost bookings is read once, not waited for.
+	wait := sr.cfg.settleWait
+	if rep.LostBookings > 0 || ctx.Err() != nil {
+		wait = 0
+	}
+	var samples []overlapSample
+	if rep.Payments, samples, err = sr.payments(vctx, obs, start, wall, wait); err != nil {
 		return nil, err
 	}
-	owners := lookupOwners(vctx, sr.c, sr.setup, phantomBookings(records, sr.before, final.seats))
-	lin := checkLinearizable(histories(records, sr.before, final, owners), sr.cfg.checkTimeout)
+	if rep.Timeline, err = runTimeline(sr.cfg, records, start, wall, samples); err != nil {
+		return nil, err
+	}
+	lin := checkLinearizable(histories(bookings, sr.before, final, owners), sr.cfg.checkTimeout)
+	rep.Linearizable, rep.NonLinearizableSeats = lin.verdict, lin.seats
+	return rep, nil
+}
 
+// newReport starts the report of the run with what was sent: the
+// screenings, the counts of the answers, throughput and latency.
+func (sr *scenarioRun) newReport(records []record, wall time.Duration) *report {
 	rep := newReport(sr.cfg)
 	rep.Strategy, rep.Guard, rep.PaymentDelayMS = sr.first.Lock, sr.first.Guard, sr.first.PaymentDelayMS
-	for _, s := range screenings {
+	for _, s := range sr.pool.all() {
 		rep.Screenings = append(rep.Screenings, s.ID)
 	}
-	rep.counts = count(records, sr.before, final.seats, owners)
-	rep.Linearizable, rep.NonLinearizableSeats = lin.verdict, lin.seats
-	rep.Watchers, rep.EventsReceived, rep.WatchersCut = sr.cfg.watchers, obs.events, obs.cut
-	rep.Payments, rep.Timeline = paid, tl
+	// In hold, parallelism is over the critical sections of the hold
+	// requests, which pay nothing inside the lock.
 	rep.summarize(records, wall)
-	return rep, nil
+	if sr.cfg.scenario == scenarioHold {
+		rep.PaymentDelayMS = sr.cfg.paymentDelay.Milliseconds() // paid on the client's side
+	}
+	return rep
+}
+
+// payments settles the run's ledger, waiting for it at most wait (nil
+// without -payments), and returns the overlaps the provider saw during
+// the run, for the timeline.
+func (sr *scenarioRun) payments(ctx context.Context, obs *observers, start time.Time, wall, wait time.Duration) (*paymentCounts, []overlapSample, error) {
+	if sr.cfg.payments == "" {
+		return nil, nil, nil
+	}
+	reads := ledgerReads{
+		stats: func(ctx context.Context) (providerStats, error) { return sr.c.paymentStats(ctx, sr.cfg.payments) },
+		confirmed: func(ctx context.Context) (int, error) {
+			snap, err := readSeats(ctx, sr.c, sr.setup, sr.pool.all(), start)
+			return confirmedBookings(snap.seats, sr.before), err
+		},
+	}
+	if sr.cfg.scenario == scenarioHold {
+		reads.notCharging = notChargingHold
+	}
+	paid, err := settleLedger(ctx, reads, obs.paidBefore, wait)
+	if err != nil {
+		return nil, nil, err
+	}
+	samples := obs.polling.overlapSamples(start,
+		overlapSample{at: obs.beforeAt.Sub(start), overlaps: obs.paidBefore.Overlaps},
+		overlapSample{at: wall, overlaps: obs.paidBefore.Overlaps + paid.Overlaps})
+	return paid, samples, nil
 }
 
 // runTimeline builds the timeline of a run, with the fault windows of

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -127,6 +130,34 @@ func count(records []record, before, after seatMap, owners map[string]string) co
 		}
 	}
 	return c
+}
+
+// placeUnnamed gives each request that got no answer (or a 5xx) and did
+// not name its seats (best asks for a count, not for seats) the seats its
+// booking holds in the final map, found through owners (booking id to
+// customer), so that the linearizability check can place it. A request
+// whose booking is not in the final map keeps no seats: either it booked
+// nothing, or what it booked was lost, which count reports.
+func placeUnnamed(records []record, final seatMap, owners map[string]string) {
+	unnamed := map[string]*record{} // customer -> its request
+	for i := range records {
+		if r := &records[i]; r.ambiguous() && len(r.seats) == 0 {
+			unnamed[r.customer] = r
+		}
+	}
+	if len(unnamed) == 0 {
+		return
+	}
+	for _, key := range slices.Sorted(maps.Keys(final)) {
+		r := unnamed[owners[final[key]]]
+		if r == nil {
+			continue
+		}
+		screening, seat, _ := strings.Cut(key, "/")
+		if screening == r.screening {
+			r.seats = append(r.seats, seat)
+		}
+	}
 }
 
 // confirmedIDs is the set of booking ids named by 201 answers.

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The fake API's best available and holds: enough of docs/api.md for the
+// best and hold scenarios, with the simplest rules that keep them right
+// (every decision under f.mu).
+
+// fakeHold is a hold of the fake API.
+type fakeHold struct {
+	holdAnswer
+	screening string
+	customer  string
+	confirmed *booking
+}
+
+// heldLocked reports whether a live hold covers seat. The caller holds
+// f.mu.
+func (f *fakeAPI) heldLocked(screening, seat string) bool {
+	for _, h := range f.holds {
+		if h.screening == screening && h.confirmed == nil && time.Now().Before(h.ExpiresAt) && slices.Contains(h.Seats, seat) {
+			return true
+		}
+	}
+	return false
+}
+
+// bestLocked returns the first n side-by-side seats, row by row, that are
+// neither booked nor held, or nil. The caller holds f.mu.
+func (f *fakeAPI) bestLocked(s *fakeScreening, n int) []string {
+	for row := range s.Rows {
+		var run []string
+		for k := range s.SeatsPerRow {
+			seat := seatID(row*s.SeatsPerRow+k, s.SeatsPerRow)
+			if s.seats[seat] != "" || f.heldLocked(s.ID, seat) {
+				run = nil
+				continue
+			}
+			if run = append(run, seat); len(run) == n {
+				return run
+			}
+		}
+	}
+	return nil
+}
+
+// bookBest books the best n seats of screening id, or answers sold_out.
+func (f *fakeAPI) bookBest(ctx context.Context, w http.ResponseWriter, id string, n int, customer string) {
+	f.mu.Lock()
+	s, ok := f.screenings[id]
+	if !ok {
+		f.mu.Unlock()
+		writeError(w, http.StatusNotFound, "not_found", nil)
+		return
+	}
+	seats := f.bestLocked(s, n)
+	if seats == nil {
+		f.mu.Unlock()
+		writeError(w, http.StatusConflict, "sold_out", nil)
+		return
+	}
+	b, err := f.writeLocked(ctx, s, seats, customer)
+	f.calls++
+	calls := f.calls
+	f.mu.Unlock()
+	if err != nil || (f.failAfterBooking > 0 && calls%f.failAfterBooking == 0) {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", nil)
+		return
+	}
+	writeJSON(w, http.StatusCreated, b)
+}
+
+func (f *fakeAPI) hold(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Count    int    `json:"count"`
+		Customer string `json:"customer"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Count < 1 || req.Customer == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", nil)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.screenings[r.PathValue("id")]
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", nil)
+		return
+	}
+	seats := f.bestLocked(s, req.Count)
+	if seats == nil {
+		writeError(w, http.StatusConflict, "sold_out", nil)
+		return
+	}
+	f.nextID++
+	h := &fakeHold{screening: s.ID, customer: req.Customer, holdAnswer: holdAnswer{
+		ID: fmt.Sprintf("h%d", f.nextID), Seats: seats, ExpiresAt: time.Now().Add(s.holdTTL), Token: fmt.Sprintf("t%d", f.nextID)}}
+	f.holds[h.ID] = h
+	writeJSON(w, http.StatusCreated, h.holdAnswer)
+}
+
+func (f *fakeAPI) confirm(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h, ok := f.holds[r.PathValue("id")]
+	switch {
+	case !ok:
+		writeError(w, http.StatusNotFound, "not_found", nil)
+		return
+	case strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") != h.Token:
+		writeError(w, http.StatusForbidden, "forbidden", nil)
+		return
+	case h.confirmed == nil && !time.Now().Before(h.ExpiresAt):
+		writeError(w, http.StatusConflict, "hold_expired", nil)
+		return
+	}
+	if h.confirmed == nil {
+		b, err := f.writeLocked(r.Context(), f.screenings[h.screening], h.Seats, h.customer)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "unavailable", nil)
+			return
+		}
+		h.confirmed = &b
+	}
+	writeJSON(w, http.StatusCreated, struct {
+		booking
+		CreatedAt time.Time `json:"created_at"`
+	}{*h.confirmed, time.Now()})
+}
