@@ -38,11 +38,11 @@ const moneyTTL = 2 * time.Second
 // provider's answers and the test's polling on a shared machine.
 const settleMargin = 5 * time.Second
 
-// settleBy returns when the money of a booking with the payment delay,
-// left open by a fault at from, must be settled: the payment comes due,
-// and a reconciler's next round refunds or voids it.
-func settleBy(from time.Time, delay time.Duration) time.Time {
-	return from.Add(reservation.PaymentsSettleWithin(delay, reservation.DefaultReconcileEvery) + settleMargin)
+// settleWithin bounds how long after a fault the money of a booking with
+// the payment delay may stay unsettled: its payment comes due, and a
+// reconciler's next round refunds or voids it.
+func settleWithin(delay time.Duration) time.Duration {
+	return reservation.PaymentsSettleWithin(delay, reservation.DefaultReconcileEvery) + settleMargin
 }
 
 // moneyProviders are the providers every money case runs against: both,
@@ -111,9 +111,9 @@ func (l ledger) String() string {
 	fmt.Fprintf(&b, "ledger: charges %d - refunds %d = %d, confirmed bookings %d", l.Charges, l.Refunds, l.Charges-l.Refunds, l.confirmed)
 	switch d := l.unowed(); {
 	case d > 0:
-		fmt.Fprintf(&b, ": %d charges nobody booked or refunded", d)
+		fmt.Fprintf(&b, ": %d %s nobody booked or refunded", d, plural(d, "charge"))
 	case d < 0:
-		fmt.Fprintf(&b, ": %d bookings nobody paid for", -d)
+		fmt.Fprintf(&b, ": %d %s nobody paid for", -d, plural(-d, "booking"))
 	}
 	b.WriteString("; open payments: ")
 	if len(l.open) == 0 {
@@ -122,6 +122,14 @@ func (l ledger) String() string {
 		b.WriteString(strings.Join(l.open, ", "))
 	}
 	return b.String()
+}
+
+// plural returns noun, with an s unless n is 1.
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
 }
 
 // row is the ledger's part of a case's row for docs/reliability.md.
@@ -168,29 +176,26 @@ func (r *moneyRig) readLedger(t *testing.T, screenings ...string) ledger {
 }
 
 // waitSettled polls the ledger of the screenings until it balances with
-// nothing open, and fails t with the ledger's difference when deadline
-// passes first (or, when it has passed already, after a last few
-// seconds).
-func (r *moneyRig) waitSettled(t *testing.T, deadline time.Time, screenings ...string) ledger {
+// nothing open, and fails t with the ledger's difference when that has not
+// happened within settleWithin(delay) of the fault at from (or, when that
+// has passed already, within a last two seconds).
+func (r *moneyRig) waitSettled(t *testing.T, from time.Time, delay time.Duration, screenings ...string) ledger {
 	t.Helper()
-	deadline = later(deadline, time.Now().Add(2*time.Second))
+	deadline := from.Add(settleWithin(delay))
+	if last := time.Now().Add(2 * time.Second); deadline.Before(last) {
+		deadline = last
+	}
 	for {
 		l := r.readLedger(t, screenings...)
 		if l.settled() {
 			return l
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("money not settled by %s (%v from now): %v", deadline.Format("15:04:05.000"), time.Until(deadline).Round(time.Millisecond), l)
+			t.Fatalf("money not settled %v after the fault (bound: the payment due, a reconciler round and %v of margin, %v): %v",
+				time.Since(from).Round(time.Millisecond), settleMargin, settleWithin(delay), l)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // paymentStatuses returns the statuses of the payments of a screening,
@@ -288,7 +293,7 @@ func runHangUps(t *testing.T, prov provider) {
 	// The bookings still in flight when their clients gave up end within
 	// their payment and write, and none leaves a payment open; the
 	// bound is the reconciler's all the same.
-	l := r.waitSettled(t, settleBy(loadEnded, hangUpDelay), s.ID)
+	l := r.waitSettled(t, loadEnded, hangUpDelay, s.ID)
 	t.Logf("%d requests: %d answered 201, %d hung up; %d bookings confirmed, %d of them to a client who had hung up",
 		len(answers), created, hungUp, l.confirmed, l.confirmed-int64(created))
 	t.Logf("row | clients give up 205-300 ms after sending, payment 200 ms | %s | %s |", prov.name, l.row())
@@ -347,7 +352,7 @@ func runHolderPaused(t *testing.T, prov provider, untilDue bool) {
 	}
 	if untilDue {
 		// A is stopped all along: only a reconciler can settle its payment.
-		l := r.waitSettled(t, settleBy(stopped, pausedDelay), s.ID)
+		l := r.waitSettled(t, stopped, pausedDelay, s.ID)
 		t.Logf("A stopped %v: settled while it was, %v", time.Since(stopped).Round(time.Millisecond), l)
 	} else {
 		// The pause is the fault: past A's lease and its payment client's
@@ -370,7 +375,7 @@ func runHolderPaused(t *testing.T, prov provider, untilDue bool) {
 	if holder := seatMap(t, r.b.url, s.ID)["A1"].BookingID; holder != gb.booking.ID {
 		t.Errorf("A1 held by %s, want B's booking", who(holder, ga, gb))
 	}
-	l := r.waitSettled(t, settleBy(stopped, pausedDelay), s.ID)
+	l := r.waitSettled(t, stopped, pausedDelay, s.ID)
 	name := "A resumed after " + pausedFor.String()
 	if untilDue {
 		name = "A stopped until its payment was due"
@@ -461,7 +466,7 @@ func runKilledBeforeCommit(t *testing.T, prov provider) {
 		t.Errorf("%d charges after the retry, want A's 2: the retry charged the customer again", c)
 	}
 
-	l := r.waitSettled(t, settleBy(killed, killedDelay), retried.ID, abandoned.ID)
+	l := r.waitSettled(t, killed, killedDelay, retried.ID, abandoned.ID)
 	if holder := seatMap(t, r.b.url, retried.ID)["A1"].BookingID; holder != booked.booking.ID {
 		t.Errorf("A1 of the retried screening held by %q, want the retry's booking %s", holder, booked.booking.ID)
 	}
