@@ -97,6 +97,9 @@ type ledger struct {
 	// open lists the payments still pending or refunding, as
 	// "id status seats customer".
 	open []string
+	// reconciled counts the payments settled once they were due: by a
+	// reconciler, for the service settles its own before then.
+	reconciled int64
 }
 
 // unowed is the charges that nobody booked or refunded; below zero, the
@@ -138,8 +141,8 @@ func (l ledger) row() string {
 	if !l.settled() {
 		verdict = "**" + l.String() + "**"
 	}
-	return fmt.Sprintf("charges %d | refunds %d | voids %d | confirmed %d | overlaps %d | max concurrent %d | %s",
-		l.Charges, l.Refunds, l.Voids, l.confirmed, l.Overlaps, l.MaxConcurrent, verdict)
+	return fmt.Sprintf("charges %d | refunds %d | voids %d | confirmed %d | overlaps %d | max concurrent %d | reconciled %d | %s",
+		l.Charges, l.Refunds, l.Voids, l.confirmed, l.Overlaps, l.MaxConcurrent, l.reconciled, verdict)
 }
 
 // readLedger reads the ledger of the screenings: the database first, then
@@ -170,6 +173,12 @@ func (r *moneyRig) readLedger(t *testing.T, screenings ...string) ledger {
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatalf("listing open payments: %v", err)
+	}
+	// A reconciler settles a payment in a transaction that found it due
+	// (settle_after <= now()) and stamps it with the same now().
+	err = r.db.QueryRow(ctx, `SELECT count(*) FROM payments WHERE screening_id = ANY($1) AND settled_at >= settle_after`, screenings).Scan(&l.reconciled)
+	if err != nil {
+		t.Fatalf("counting reconciled payments: %v", err)
 	}
 	l.Stats = r.pay.Stats()
 	return l
@@ -300,6 +309,9 @@ func runHangUps(t *testing.T, prov provider) {
 	if l.Overlaps != 0 || l.MaxConcurrent > 1 {
 		t.Errorf("%d overlapping charges (at most %d at once for one seat): a seat's lock was free while a charge for it ran", l.Overlaps, l.MaxConcurrent)
 	}
+	if l.reconciled != 0 {
+		t.Errorf("%d payments were left to the reconciler: a hang-up cut their bookings short of writing or settling", l.reconciled)
+	}
 	// Without a booking confirmed to a client who had hung up, no charge
 	// outlived its client, and the case showed nothing.
 	if l.confirmed <= int64(created) {
@@ -376,9 +388,12 @@ func runHolderPaused(t *testing.T, prov provider, untilDue bool) {
 		t.Errorf("A1 held by %s, want B's booking", who(holder, ga, gb))
 	}
 	l := r.waitSettled(t, stopped, pausedDelay, s.ID)
-	name := "A resumed after " + pausedFor.String()
+	name, reconciled := "A resumed after "+pausedFor.String(), int64(0)
 	if untilDue {
-		name = "A stopped until its payment was due"
+		name, reconciled = "A stopped until its payment was due", 1
+	}
+	if l.reconciled != reconciled {
+		t.Errorf("%d payments settled by a reconciler, want %d (A's, when it was stopped until its payment was due)", l.reconciled, reconciled)
 	}
 	t.Logf("row | holder paused in its charge, %s | %s | %s | A %v |", name, prov.name, l.row(), ga)
 }
@@ -482,6 +497,9 @@ func runKilledBeforeCommit(t *testing.T, prov provider) {
 	}
 	if got := r.paymentStatuses(t, abandoned.ID); len(got) != 1 || !strings.HasPrefix(got[0], "refunded ") {
 		t.Errorf("payments of the abandoned booking: %v, want one refunded", got)
+	}
+	if l.reconciled != 1 {
+		t.Errorf("%d payments settled by a reconciler, want the abandoned one", l.reconciled)
 	}
 	t.Logf("row | holder killed between charge and commit, one retry on B, one abandoned | %s | %s | retry 201 after %d seat_busy |",
 		prov.name, l.row(), busy)
