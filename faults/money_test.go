@@ -303,6 +303,13 @@ func runHangUps(t *testing.T, prov provider) {
 	// their payment and write, and none leaves a payment open; the
 	// bound is the reconciler's all the same.
 	l := r.waitSettled(t, loadEnded, hangUpDelay, s.ID)
+	// A seat has one booking in the seat map; every 201 must be it.
+	seats := seatMap(t, r.b.url, s.ID)
+	for _, a := range answers {
+		if a.status == http.StatusCreated && seats[a.seats[0]].BookingID != a.booking.ID {
+			t.Errorf("booking %s answered 201 for %s, which the seat map gives to %q", a.booking.ID, a.seats[0], seats[a.seats[0]].BookingID)
+		}
+	}
 	t.Logf("%d requests: %d answered 201, %d hung up; %d bookings confirmed, %d of them to a client who had hung up",
 		len(answers), created, hungUp, l.confirmed, l.confirmed-int64(created))
 	t.Logf("row | clients give up 205-300 ms after sending, payment 200 ms | %s | %s |", prov.name, l.row())
