@@ -89,8 +89,9 @@
 // handover came: ZooKeeper's client gives up well before the server
 // expires the session; a Redlock holder gives up its drift allowance and
 // the service's stop time (reservation.StopTime, the lockers' StopMargin)
-// before the nodes expire its keys, so that its charge request, cancelled
-// 100 ms after a loss, has ended before anybody else can take the seat.
+// before the nodes expire its keys, so that its charge, cancelled and
+// voided by its payment id once the loss is seen, has ended before anybody
+// else can take the seat.
 //
 // TestRedisFailover: a Redis primary, a replica and a Sentinel; the
 // replica falls behind, the primary is killed under load while a holder

@@ -67,10 +67,10 @@ func pauseRow(t *testing.T, pay *payments, before payment.Stats, name string, a,
 			confirmed++
 		}
 	}
-	// When A resumes, the provider's answer to its charge is already in
-	// its socket and its lock already lost: the charge must still be read
-	// and refunded (reservation's lostGrace), so that charges minus
-	// refunds is the bookings confirmed.
+	// When A resumes, its charge has gone through at the provider and its
+	// lock is lost: whatever A reads of the answer, it settles the payment
+	// by its id (a refund) before it answers, so that charges minus
+	// refunds is the bookings confirmed once both have answered.
 	unrefunded := (after.Charges - before.Charges) - (after.Refunds - before.Refunds) - int64(confirmed)
 	if unrefunded != 0 {
 		t.Errorf("%s: charges %d, refunds %d, bookings confirmed %d: %d charged without a booking",
