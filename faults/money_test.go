@@ -164,6 +164,7 @@ func (r *moneyRig) readLedger(t *testing.T, screenings ...string) ledger {
 	if err != nil {
 		t.Fatalf("listing open payments: %v", err)
 	}
+	defer rows.Close()
 	for rows.Next() {
 		var id, status, seats, customer string
 		if err := rows.Scan(&id, &status, &seats, &customer); err != nil {
