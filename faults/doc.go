@@ -89,8 +89,9 @@
 // handover came: ZooKeeper's client gives up well before the server
 // expires the session; a Redlock holder gives up its drift allowance and
 // the service's stop time (reservation.StopTime, the lockers' StopMargin)
-// before the nodes expire its keys, so that its charge request, cancelled
-// 100 ms after a loss, has ended before anybody else can take the seat.
+// before the nodes expire its keys, so that its charge, cancelled and
+// voided by its payment id once the loss is seen, has ended before anybody
+// else can take the seat.
 //
 // TestRedisFailover: a Redis primary, a replica and a Sentinel; the
 // replica falls behind, the primary is killed under load while a holder
@@ -119,6 +120,35 @@
 // Under SEATLOCK_FAULT_MATRIX=1 every case of the tests above that charge
 // through the payment provider runs twice: with the plain provider and
 // with the one that checks fencing tokens.
+//
+// The money tests below always run with both. Each judges the ledger after
+// settling: the provider's charges less its refunds must equal the
+// bookings confirmed in the database, with no payment still pending or
+// refunding, within reservation.PaymentsSettleWithin (the payment delay
+// plus 12 s until a payment is due, plus one reconciler round) and a
+// margin; a failure names the difference and the open payments.
+//
+// TestMoneyHangUps: clients give up just after the payment delay, and
+// nothing else goes wrong. The charge belongs to the service, not to the
+// client's connection: it completes, and the booking is written or the
+// charge given back, whoever still listens; the seat's lock is held until
+// the charge has answered, so no second holder pays for the seat meanwhile
+// (0 overlaps), and no payment is left for a reconciler.
+//
+// TestMoneyHolderPaused: a holder stopped (SIGSTOP) in its charge past its
+// lease and its payment client's deadline, while another instance books
+// the seat. Its charge went through at the provider; it must not book
+// with it (409 or 503, never 201), and the charge must be given back:
+// by the holder itself when it resumes before its payment is due, or by
+// another instance's reconciler when it stays stopped until then.
+//
+// TestMoneyKilledBeforeCommit: a holder killed (SIGKILL) after its charges
+// and before its commits, held in a proxy to make that certain. A customer
+// who retries the same request (the same Idempotency-Key) on another
+// instance is booked under the payment the dead process recorded, and the
+// provider answers the retry with the first charge: charged once. A
+// customer who never retries is refunded by a reconciler, since no
+// process remembers that charge otherwise.
 //
 // TestLoad (only with SEATLOCK_LOAD_BOOKINGS set to a count of bookings):
 // the real loadgen binary against three instances, every scenario under

@@ -17,9 +17,10 @@ import (
 // own, cut off as it is, and stop: 409 lock_lost well before its payment
 // would have ended (and without waiting for the lock service once per
 // seat to release). The payment provider counts whether B's charge started
-// while A's was still in progress: two holders at once. A's payment request
-// is cancelled 100 ms after the loss (reservation's lostGrace), so A must
-// be told of the loss at least that long before B can take the seat.
+// while A's was still in progress: two holders at once. A's charge request
+// is cancelled when the loss is seen and its payment voided at the provider
+// by its id, so A must be told of the loss at least that long before B can
+// take the seat.
 // ZooKeeper's client declares the loss a third of the session after the
 // disconnection, well before the server can expire the session. Redlock's
 // holder declares it at the end of its validity, which cmd/api shortens by

@@ -262,6 +262,12 @@ func (a answer) String() string {
 
 // book sends one booking request and reads its answer.
 func book(ctx context.Context, base, screeningID, customer string, seats ...string) answer {
+	return bookKeyed(ctx, base, screeningID, customer, "", seats...)
+}
+
+// bookKeyed is book with the request's Idempotency-Key; an empty key sends
+// none.
+func bookKeyed(ctx context.Context, base, screeningID, customer, key string, seats ...string) answer {
 	a := answer{seats: seats, sent: time.Now()}
 	defer func() { a.done = time.Now() }()
 	body, _ := json.Marshal(map[string]any{"seats": seats, "customer": customer})
@@ -272,6 +278,9 @@ func book(ctx context.Context, base, screeningID, customer string, seats ...stri
 		return a
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	res, err := httpClient.Do(req)
 	if err != nil {
 		a.err = err
