@@ -209,9 +209,9 @@ func (c config) validate() error {
 		}
 		_ = client.Close() // connects lazily: nothing was opened
 	}
-	for _, u := range c.RedlockURLs {
+	for i, u := range c.RedlockURLs {
 		if _, err := redis.ParseURL(u); err != nil {
-			return errors.New("REDLOCK_URLS holds a URL that is not a valid Redis URL (redis://host:port/db)")
+			return fmt.Errorf("REDLOCK_URLS: URL %d of %d is not a valid Redis URL (redis://host:port/db): %s", i+1, len(c.RedlockURLs), redactURL(u))
 		}
 	}
 	if c.PaymentURL != "" {
@@ -220,7 +220,8 @@ func (c config) validate() error {
 		}
 	}
 	if len(c.RedlockURLs) > 0 && len(c.RedlockURLs) < 3 {
-		return fmt.Errorf("REDLOCK_URLS names %d servers; Redlock needs at least 3 independent ones", len(c.RedlockURLs))
+		n := len(c.RedlockURLs)
+		return fmt.Errorf("REDLOCK_URLS names %d %s; Redlock needs at least 3 independent ones", n, plural(n, "server", "servers"))
 	}
 	if c.LockDir == "" {
 		return errors.New("LOCK_DIR is empty")

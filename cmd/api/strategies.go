@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/flock"
@@ -165,41 +162,20 @@ func (lb *lockBackends) redis() reservation.SeatLocker {
 }
 
 // postgres builds the postgres strategy's session locks on a pool of their
-// own, so that held locks never starve the store of connections.
-func (lb *lockBackends) postgres(ctx context.Context) (reservation.SeatLocker, error) {
-	pcfg, err := pgxpool.ParseConfig(lb.cfg.DatabaseURL) // checked by config.validate
-	if err != nil {
-		return nil, err
-	}
-	// A session advisory lock occupies its connection while it is held
-	// and while it is waited for, so this pool bounds how many bookings of
-	// the strategy one instance runs at once; see poolSizes for why it is
-	// a pool of its own.
-	_, pcfg.MaxConns = poolSizes(lb.cfg.DBMaxConns)
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return nil, fmt.Errorf("postgres lock pool: %w", err)
-	}
-	lb.b.closers = append(lb.b.closers, func() error { pool.Close(); return nil })
-	return lb.measured(reservation.LockPostgres, locking.Distributed(pglock.New(pool, pglock.Options{TTL: lb.cfg.LockTTL, StopMargin: reservation.StopTime}))), nil
+// own (the backends' pgLocks), so that held locks never starve the store
+// of connections.
+func (lb *lockBackends) postgres(context.Context) (reservation.SeatLocker, error) {
+	locks := pglock.New(lb.b.pgLocks, pglock.Options{TTL: lb.cfg.LockTTL, StopMargin: reservation.StopTime})
+	return lb.measured(reservation.LockPostgres, locking.Distributed(locks)), nil
 }
 
-// redlock builds the Redlock strategy on one client per REDLOCK_URLS node.
+// redlock builds the Redlock strategy on the backends' clients of the
+// REDLOCK_URLS nodes.
 func (lb *lockBackends) redlock(context.Context) (reservation.SeatLocker, error) {
-	clients := make([]redlock.Client, len(lb.cfg.RedlockURLs))
-	for i, u := range lb.cfg.RedlockURLs {
-		opts, err := redis.ParseURL(u) // checked by config.validate
-		if err != nil {
-			return nil, err
-		}
-		// Every call to a node must end at its deadline, so that a
-		// hung node costs an attempt NodeTimeout, not the lease.
-		opts.ContextTimeoutEnabled, opts.MaxRetries, opts.DialerRetries = true, -1, 1
-		c := redis.NewClient(opts)
-		lb.b.closers = append(lb.b.closers, c.Close)
-		clients[i] = c
+	clients := make([]redlock.Client, len(lb.b.redlock))
+	for i, n := range lb.b.redlock {
+		clients[i] = n.client
 	}
-	lb.logger.Info("lock service: redlock", "nodes", len(clients))
 	locks := redlock.New(clients, redlock.Options{TTL: lb.cfg.LockTTL, StopMargin: reservation.StopTime, Fencing: true})
 	lb.b.closers = append(lb.b.closers, locks.Close)
 	return lb.measured(reservation.LockRedlock, locking.Distributed(locks)), nil
@@ -218,13 +194,15 @@ func (lb *lockBackends) files(context.Context) (reservation.SeatLocker, error) {
 // zookeeper builds the zookeeper strategy on a session with the ensemble
 // of ZOOKEEPER_SERVERS.
 func (lb *lockBackends) zookeeper(ctx context.Context) (reservation.SeatLocker, error) {
-	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	servers := strings.Join(lb.cfg.ZooKeeperServers, ",")
+	dctx, cancel := context.WithTimeout(ctx, startupWait)
 	defer cancel()
-	zl, err := zklock.Dial(dctx, lb.cfg.ZooKeeperServers, lb.cfg.LockTTL, zklock.Options{}, zk.WithLogInfo(false))
+	zl, err := zklock.Dial(dctx, lb.cfg.ZooKeeperServers, lb.cfg.LockTTL, zklock.Options{},
+		zk.WithLogInfo(false), zk.WithLogger(zkLog{lb.logger}))
 	if err != nil {
-		return nil, fmt.Errorf("zookeeper: %w", err)
+		return nil, &unansweredError{backend: "zookeeper", where: servers, err: err}
 	}
 	lb.b.closers = append(lb.b.closers, zl.Close)
-	lb.logger.Info("lock service: zookeeper", "servers", strings.Join(lb.cfg.ZooKeeperServers, ","))
+	lb.logger.Info("lock service: zookeeper", "servers", servers)
 	return lb.measured(reservation.LockZooKeeper, locking.Distributed(zl)), nil
 }
