@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,11 +11,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/internal/embeddedredis"
 	"github.com/seatlock/seatlock/locking"
+	"github.com/seatlock/seatlock/redisevents"
 	"github.com/seatlock/seatlock/reservation"
 	"github.com/seatlock/seatlock/reservation/memory"
 	"github.com/seatlock/seatlock/reservation/postgres"
@@ -37,6 +40,11 @@ type backends struct {
 	redisWhere string // REDIS_URL for messages (see redactURL)
 	// redlock are the REDLOCK_URLS nodes, in their order.
 	redlock []redlockNode
+
+	// deployment is what the instances of one deployment share and no
+	// other deployment has: their Postgres database, or, with the
+	// in-memory store, this process alone. eventsNamespace is made of it.
+	deployment string
 
 	// closers run in reverse order by close: the last opened first.
 	closers []func() error
@@ -67,6 +75,7 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics 
 	if cfg.DatabaseURL == "" {
 		logger.Info("store: in memory (set DATABASE_URL for Postgres)")
 		b.store = memory.New()
+		b.deployment = "memory " + uuid.NewString()
 	} else if err := b.openPostgres(ctx, cfg, logger); err != nil {
 		return nil, err
 	}
@@ -97,6 +106,7 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics 
 		return nil, err
 	}
 	b.lockHealth = b.locksAnswer
+	logger.Info("live seat map: events on Redis channels " + redisevents.ChannelPrefix + b.eventsNamespace() + ":<screening id>")
 
 	if b.lockers, err = openLockers(ctx, cfg, logger, metrics, b); err != nil {
 		return nil, err
@@ -107,7 +117,8 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics 
 // openPostgres opens the postgres lock strategy's pool, checks with it
 // that Postgres answers, then opens the store, which applies the
 // migrations under an advisory lock, so instances starting together do
-// not race on them.
+// not race on them. Once Postgres answers, it reads the database's
+// identity, which names the deployment (see postgresIdentity).
 func (b *backends) openPostgres(ctx context.Context, cfg config, logger *slog.Logger) error {
 	storeConns, lockConns := poolSizes(cfg.DBMaxConns)
 	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL) // checked by config.validate
@@ -128,6 +139,7 @@ func (b *backends) openPostgres(ctx context.Context, cfg config, logger *slog.Lo
 	if err := answers(ctx, "postgres", b.pgWhere, pool.Ping); err != nil {
 		return err
 	}
+	b.deployment = postgresIdentity(ctx, pool, pcfg, logger)
 	pg, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{MaxConns: storeConns})
 	if err != nil {
 		// Postgres answered a moment ago: a failed migration, or a
@@ -138,6 +150,32 @@ func (b *backends) openPostgres(ctx context.Context, cfg config, logger *slog.Lo
 	b.closers = append(b.closers, func() error { pg.Close(); return nil })
 	logger.Info("store: postgres", "url", b.pgWhere)
 	return nil
+}
+
+// postgresIdentity names the database at pool the same way whichever
+// host name or address an instance reaches it by: its cluster's system
+// identifier and its name. A server that does not tell its identifier
+// (pg_control_system is refused) is named by DATABASE_URL's host, port and
+// database instead, which every instance must then spell alike.
+func postgresIdentity(ctx context.Context, pool *pgxpool.Pool, cfg *pgxpool.Config, logger *slog.Logger) string {
+	var id string
+	err := pool.QueryRow(ctx, `select system_identifier::text || '/' || current_database() from pg_control_system()`).Scan(&id)
+	if err != nil {
+		cc := cfg.ConnConfig
+		id = fmt.Sprintf("%s:%d/%s", cc.Host, cc.Port, cc.Database)
+		logger.Warn("postgres does not tell its system identifier; the live seat map's channels are named after DATABASE_URL's host, port and database, which every instance must spell alike", "err", err)
+	}
+	return id
+}
+
+// eventsNamespace is the namespace of this deployment's channels of the
+// live seat map (redisevents.Options.Namespace): Redis's channels are
+// shared by every client of a server, whatever its database number, so
+// two deployments on one Redis would see each other's bookings on their
+// maps. It is the Redis database number and a digest of the deployment.
+func (b *backends) eventsNamespace() string {
+	sum := sha256.Sum256([]byte(b.deployment))
+	return fmt.Sprintf("db%d-%x", b.redis.Options().DB, sum[:6])
 }
 
 // openRedlock opens a client for every REDLOCK_URLS node and checks that a

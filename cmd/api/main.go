@@ -179,7 +179,7 @@ func openApp(ctx context.Context, cfg config, reg *prometheus.Registry, logger *
 	// on which no page was ever opened receives none of its neighbours'
 	// events.
 	a.hub = httpapi.NewHub(0)
-	a.events = redisevents.Start(ctx, b.redis, a.hub, redisevents.Options{Logger: logger})
+	a.events = redisevents.Start(ctx, b.redis, a.hub, redisevents.Options{Logger: logger, Namespace: b.eventsNamespace()})
 	a.hub.SetFeed(a.events)
 
 	a.svc, err = newService(ctx, cfg, b, a.events, logger)
