@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
@@ -32,10 +33,6 @@ type backends struct {
 	lockHealth func(context.Context) error
 	redis      *redis.Client // also carries the live seat map's events
 
-	// pgLocks is the postgres lock strategy's pool (see poolSizes), opened
-	// before the store: its first connection is start-up's check that
-	// Postgres answers. Nil without DATABASE_URL.
-	pgLocks    *pgxpool.Pool
 	pgWhere    string // DATABASE_URL for messages (see postgresWhere)
 	redisWhere string // REDIS_URL for messages (see redactURL)
 	// redlock are the REDLOCK_URLS nodes, in their order.
@@ -114,32 +111,31 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics 
 	return b, nil
 }
 
-// openPostgres opens the postgres lock strategy's pool, checks with it
-// that Postgres answers, then opens the store, which applies the
-// migrations under an advisory lock, so instances starting together do
-// not race on them. Once Postgres answers, it reads the database's
-// identity, which names the deployment (see postgresIdentity).
+// openPostgres checks that Postgres answers, and reads the database's
+// identity, which names the deployment (see postgresIdentity), on a
+// connection of its own that it closes before it opens the store: so
+// start-up never holds more connections than DB_MAX_CONNS allows, and the
+// postgres locks' pool opens none before a booking needs it (poolSizes).
+// The store applies the migrations under an advisory lock, so instances
+// starting together do not race on them.
 func (b *backends) openPostgres(ctx context.Context, cfg config, logger *slog.Logger) error {
-	storeConns, lockConns := poolSizes(cfg.DBMaxConns)
 	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL) // checked by config.validate
 	if err != nil {
 		return err
 	}
-	// A session advisory lock occupies its connection while it is held
-	// and while it is waited for, so this pool bounds how many bookings of
-	// the postgres strategy one instance runs at once; see poolSizes for
-	// why it is a pool of its own.
-	pcfg.MaxConns = lockConns
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	b.pgWhere = postgresWhere(cfg.DatabaseURL, pcfg.ConnConfig)
+	var conn *pgx.Conn
+	err = answers(ctx, "postgres", b.pgWhere, func(ctx context.Context) (err error) {
+		conn, err = pgx.ConnectConfig(ctx, pcfg.ConnConfig)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("postgres lock pool: %w", err)
-	}
-	b.closers = append(b.closers, func() error { pool.Close(); return nil })
-	b.pgLocks, b.pgWhere = pool, postgresWhere(cfg.DatabaseURL, pcfg)
-	if err := answers(ctx, "postgres", b.pgWhere, pool.Ping); err != nil {
 		return err
 	}
-	b.deployment = postgresIdentity(ctx, pool, pcfg, logger)
+	b.deployment = postgresIdentity(ctx, conn, pcfg.ConnConfig, logger)
+	_ = conn.Close(ctx)
+
+	storeConns, _ := poolSizes(cfg.DBMaxConns)
 	pg, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{MaxConns: storeConns})
 	if err != nil {
 		// Postgres answered a moment ago: a failed migration, or a
@@ -152,16 +148,15 @@ func (b *backends) openPostgres(ctx context.Context, cfg config, logger *slog.Lo
 	return nil
 }
 
-// postgresIdentity names the database at pool the same way whichever
+// postgresIdentity names the database of conn the same way whichever
 // host name or address an instance reaches it by: its cluster's system
 // identifier and its name. A server that does not tell its identifier
 // (pg_control_system is refused) is named by DATABASE_URL's host, port and
 // database instead, which every instance must then spell alike.
-func postgresIdentity(ctx context.Context, pool *pgxpool.Pool, cfg *pgxpool.Config, logger *slog.Logger) string {
+func postgresIdentity(ctx context.Context, conn *pgx.Conn, cc *pgx.ConnConfig, logger *slog.Logger) string {
 	var id string
-	err := pool.QueryRow(ctx, `select system_identifier::text || '/' || current_database() from pg_control_system()`).Scan(&id)
+	err := conn.QueryRow(ctx, `select system_identifier::text || '/' || current_database() from pg_control_system()`).Scan(&id)
 	if err != nil {
-		cc := cfg.ConnConfig
 		id = fmt.Sprintf("%s:%d/%s", cc.Host, cc.Port, cc.Database)
 		logger.Warn("postgres does not tell its system identifier; the live seat map's channels are named after DATABASE_URL's host, port and database, which every instance must spell alike", "err", err)
 	}
@@ -308,7 +303,7 @@ func (b *backends) ready(ctx context.Context) error {
 
 // close closes the backends, the last opened first: the lock service before
 // the Redis client it uses, the client before the embedded server, and the
-// store and the postgres locks' pool last.
+// store last.
 func (b *backends) close(logger *slog.Logger) {
 	for i := len(b.closers) - 1; i >= 0; i-- {
 		if err := b.closers[i](); err != nil {
@@ -403,10 +398,9 @@ func redactURL(raw string) string {
 // postgresWhere is DATABASE_URL for a message: redacted (see redactURL)
 // when it is a URL, and host, port and database when it is a key=value
 // string, which pgx takes too.
-func postgresWhere(raw string, cfg *pgxpool.Config) string {
+func postgresWhere(raw string, cc *pgx.ConnConfig) string {
 	if u, err := url.Parse(raw); err == nil && u.Scheme != "" {
 		return redactURL(raw)
 	}
-	cc := cfg.ConnConfig
 	return fmt.Sprintf("host=%s port=%d dbname=%s", cc.Host, cc.Port, cc.Database)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/flock"
@@ -204,11 +205,23 @@ func (lb *lockBackends) redis() reservation.SeatLocker {
 }
 
 // postgres builds the postgres strategy's session locks on a pool of their
-// own (the backends' pgLocks), so that held locks never starve the store
-// of connections.
-func (lb *lockBackends) postgres(context.Context) (reservation.SeatLocker, error) {
-	locks := pglock.New(lb.b.pgLocks, pglock.Options{TTL: lb.cfg.LockTTL, StopMargin: reservation.StopTime})
-	return lb.measured(reservation.LockPostgres, locking.Distributed(locks)), nil
+// own, so that held locks never starve the store of connections.
+func (lb *lockBackends) postgres(ctx context.Context) (reservation.SeatLocker, error) {
+	pcfg, err := pgxpool.ParseConfig(lb.cfg.DatabaseURL) // checked by config.validate
+	if err != nil {
+		return nil, err
+	}
+	// A session advisory lock occupies its connection while it is held
+	// and while it is waited for, so this pool bounds how many bookings of
+	// the strategy one instance runs at once; see poolSizes for why it is
+	// a pool of its own.
+	_, pcfg.MaxConns = poolSizes(lb.cfg.DBMaxConns)
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres lock pool: %w", err)
+	}
+	lb.b.closers = append(lb.b.closers, func() error { pool.Close(); return nil })
+	return lb.measured(reservation.LockPostgres, locking.Distributed(pglock.New(pool, pglock.Options{TTL: lb.cfg.LockTTL, StopMargin: reservation.StopTime}))), nil
 }
 
 // redlock builds the Redlock strategy on the backends' clients of the
