@@ -21,7 +21,6 @@ func requireAdmin(token string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		got, ok := bearerToken(c.Request)
 		if !ok {
-			c.Header("WWW-Authenticate", `Bearer realm="seatlock"`)
 			respondCode(c, http.StatusUnauthorized, codeUnauthorized, "this server needs an admin token: Authorization: Bearer <token>")
 			return
 		}

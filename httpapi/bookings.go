@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -24,7 +25,7 @@ func handleBookingCreate(svc *reservation.Service, m *metrics) gin.HandlerFunc {
 			return
 		}
 		var body createBookingJSON
-		if !decodeJSON(c, &body) {
+		if !decodeJSON(c, &body) || !upperCaseRows(c, body.Seats) {
 			return
 		}
 		ctx := c.Request.Context()
@@ -53,6 +54,22 @@ func handleBookingCreate(svc *reservation.Service, m *metrics) gin.HandlerFunc {
 		c.Header("Location", "/v1/bookings/"+out.ID)
 		writeJSON(c, http.StatusCreated, out)
 	}
+}
+
+// upperCaseRows answers 400 and returns false when a seat id of a request
+// starts with a lower-case letter, naming it and the id that was likely
+// meant ("c7": "C7"). The domain refuses such an id too, but can only say
+// what a row is; only here, where the client's own spelling is at hand,
+// can the answer suggest the fix.
+func upperCaseRows(c *gin.Context, seats []string) bool {
+	for _, id := range seats {
+		if id != "" && id[0] >= 'a' && id[0] <= 'z' {
+			respondCode(c, http.StatusBadRequest, codeInvalid, fmt.Sprintf(
+				"seat id %q: rows are upper-case letters A-Z (did you mean %q?)", clip(id, 16), clip(strings.ToUpper(id[:1])+id[1:], 16)))
+			return false
+		}
+	}
+	return true
 }
 
 // outcome names a failed booking for the bookings metric by its error code.

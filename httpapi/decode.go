@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -60,10 +61,14 @@ func decodeJSON(c *gin.Context, v any) bool {
 }
 
 // refusal explains why the strict decoder refused body for a value of v's
-// type (strictErr): encoding/json's error when it refuses the body too,
-// since it names the field and the type wanted; otherwise what only the
-// strict decoder refuses (see strictMessage).
+// type (strictErr). A field that is not one of v's, or one named twice, is
+// named from the strict decoder's own error (see fieldMessage). Any other
+// refusal is explained by encoding/json's error when it refuses the body
+// too, since it names the field and the type wanted.
 func refusal(body []byte, v any, strictErr error) string {
+	if msg, ok := fieldMessage(reflect.TypeOf(v).Elem(), strictErr); ok {
+		return msg
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(reflect.New(reflect.TypeOf(v).Elem()).Interface())
@@ -71,7 +76,9 @@ func refusal(body []byte, v any, strictErr error) string {
 		// Anything but the end of the body after the value is an error.
 		var extra json.RawMessage
 		if err = dec.Decode(&extra); err == io.EOF {
-			return strictMessage(strictErr)
+			// What else only the strict decoder refuses, such as an
+			// escaped lone surrogate in a string.
+			return "request body is not valid JSON for this request"
 		} else if err == nil {
 			err = errTrailingData
 		}
@@ -81,21 +88,66 @@ func refusal(body []byte, v any, strictErr error) string {
 
 var errTrailingData = errors.New("trailing data")
 
-// strictMessage explains a refusal of the strict decoder of
-// go-json-experiment for a body that encoding/json accepts: encoding/json
-// matches field names whatever their case and lets a repeated name
+// fieldMessage names the field of an unknown-name or repeated-name
+// refusal of the strict decoder, as a path such as "queue.admit_per_s".
+// encoding/json matches names whatever their case and lets a repeated name
 // overwrite the first, where the strict decoder matches names exactly and
 // refuses repeats, so that "Seats" or two "seats" are refused rather than
-// read in a way the client may not have meant.
-func strictMessage(err error) string {
+// read in a way the client may not have meant. A name that differs from
+// one of t's only in case gets that one suggested. ok is false for any
+// other error.
+func fieldMessage(t reflect.Type, err error) (msg string, ok bool) {
+	var semantic *jsonv2.SemanticError
+	var syntactic *jsontext.SyntacticError
 	switch {
-	case errors.Is(err, jsontext.ErrDuplicateName):
-		return "request body names a field twice"
-	case errors.Is(err, jsonv2.ErrUnknownName):
-		return "request body has a field name that is not exactly one of the documented ones (names are case-sensitive)"
-	default:
-		return "request body is not valid JSON for this request"
+	case errors.Is(err, jsonv2.ErrUnknownName) && errors.As(err, &semantic):
+		path := slices.Collect(semantic.JSONPointer.Tokens())
+		msg = fmt.Sprintf("request body has field %q, which this request does not take", fieldPath(path))
+		if want := caseFold(t, path); want != "" {
+			msg += fmt.Sprintf(" (names are case-sensitive: did you mean %q?)", want)
+		}
+		return msg, true
+	case errors.Is(err, jsontext.ErrDuplicateName) && errors.As(err, &syntactic):
+		path := slices.Collect(syntactic.JSONPointer.Tokens())
+		return fmt.Sprintf("request body names field %q twice", fieldPath(path)), true
 	}
+	return "", false
+}
+
+// fieldPath writes the path of a field for a message, its names joined by
+// dots, shortened so that a client's long name is not echoed at length.
+func fieldPath(path []string) string {
+	return clip(strings.Join(path, "."), 80)
+}
+
+// caseFold returns the name, written as t's JSON names are, of the field
+// at path (names of nested objects, then the field) when only the last
+// name's case differs from one of t's; otherwise "".
+func caseFold(t reflect.Type, path []string) string {
+	for i, name := range path {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return ""
+		}
+		var next reflect.Type
+		for f := range t.Fields() {
+			json, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			last := i == len(path)-1
+			switch {
+			case last && strings.EqualFold(json, name):
+				return strings.Join(append(slices.Clone(path[:i]), json), ".")
+			case !last && json == name:
+				next = f.Type
+			}
+		}
+		if next == nil {
+			return ""
+		}
+		t = next
+	}
+	return ""
 }
 
 // describeJSONError turns a decoding error into a message for the client

@@ -129,11 +129,20 @@ const retryAfter = "2"
 // limitRetryAfter is the Retry-After of 503 limit_reached: an hour.
 const limitRetryAfter = "3600"
 
+// authChallenge is the WWW-Authenticate of every 401: the scheme the
+// client must use (RFC 9110 requires a challenge on a 401).
+const authChallenge = `Bearer realm="seatlock"`
+
 // abortJSON ends the request with an error answer. Every answer that means
-// "not now" (503, 429) says when to come back.
+// "not now" (503, 429) says when to come back, and every 401 says how to
+// authenticate, whether the admin token or a booking's or hold's token is
+// missing.
 func abortJSON(c *gin.Context, status int, body errorBody) {
 	if (status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests) && c.Writer.Header().Get("Retry-After") == "" {
 		c.Header("Retry-After", retryAfter)
+	}
+	if status == http.StatusUnauthorized {
+		c.Header("WWW-Authenticate", authChallenge)
 	}
 	c.Abort()
 	writeJSON(c, status, body)

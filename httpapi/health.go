@@ -3,14 +3,13 @@ package httpapi
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/seatlock/seatlock/reservation"
 )
 
 // handleHealthz answers as long as the process serves HTTP: a liveness
@@ -22,15 +21,23 @@ func handleHealthz() gin.HandlerFunc {
 	}
 }
 
-// handleReadyz answers 200 when the store and the lock backend answer
-// within timeout, else 503: a load balancer sends no bookings to an
-// instance that could not serve them.
-func handleReadyz(svc *reservation.Service, timeout time.Duration) gin.HandlerFunc {
+// handleReadyz answers 200 when ready (the backends) answers within
+// timeout, else 503 naming the backend that does not, when the error
+// names one (see Options.Ready): a load balancer sends no bookings to an
+// instance that could not serve them, and its operator reads which
+// backend to look at. The cause goes to the request's log line.
+func handleReadyz(ready func(context.Context) error, timeout time.Duration) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), timeout)
 		defer cancel()
-		if err := svc.Ready(ctx); err != nil {
-			respondErr(c, err)
+		if err := ready(ctx); err != nil {
+			_ = c.Error(err)
+			msg := "not ready: a backend does not answer"
+			var named interface{ Backend() string }
+			if errors.As(err, &named) {
+				msg = "not ready: " + named.Backend() + " does not answer"
+			}
+			respondCode(c, http.StatusServiceUnavailable, codeUnavailable, msg)
 			return
 		}
 		writeJSON(c, http.StatusOK, gin.H{"status": "ready"})

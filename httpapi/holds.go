@@ -44,7 +44,7 @@ func toHoldJSON(h reservation.Hold) holdJSON {
 func handleHoldCreate(svc *reservation.Service, m *metrics) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		var body createBookingJSON
-		if !decodeJSON(c, &body) {
+		if !decodeJSON(c, &body) || !upperCaseRows(c, body.Seats) {
 			return
 		}
 		hc, err := svc.HoldSeats(c.Request.Context(), reservation.HoldRequest{

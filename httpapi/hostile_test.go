@@ -353,3 +353,40 @@ func TestSecretsOnlyInAuthorization(t *testing.T) {
 		}
 	})
 }
+
+// TestRefusalsNameWhatTheyRefuse: a refused body's message names the field
+// or the seat id it refuses, and the rule, so that a client can fix the
+// request from the message alone.
+func TestRefusalsNameWhatTheyRefuse(t *testing.T) {
+	hs := newHarness(t, httpapi.Options{})
+	for _, tc := range []struct {
+		name, path, body string
+		want             []string // every one in the message
+	}{
+		{"unknown field", "/v1/screenings/fuzz/bookings", `{"seats":["B1"],"customer":"x","vip":true}`,
+			[]string{`field \"vip\"`, "does not take"}},
+		{"a field in another case", "/v1/screenings/fuzz/bookings", `{"Seats":["B1"],"customer":"x"}`,
+			[]string{`field \"Seats\"`, "case-sensitive", `did you mean \"seats\"`}},
+		{"a field named twice", "/v1/screenings/fuzz/bookings", `{"seats":["B1"],"seats":["B2"],"customer":"x"}`,
+			[]string{`field \"seats\" twice`}},
+		{"unknown screening field", "/v1/screenings", `{"movie":"m","rows":1,"seats_per_row":1,"Hold_TTL_ms":5000}`,
+			[]string{`field \"Hold_TTL_ms\"`, `did you mean \"hold_ttl_ms\"`}},
+		{"a lower-case row", "/v1/screenings/fuzz/bookings", `{"seats":["B1","c7"],"customer":"x"}`,
+			[]string{`seat id \"c7\"`, "upper-case", `did you mean \"C7\"`}},
+		{"a lower-case row in a hold", "/v1/screenings/fuzz/holds", `{"seats":["b2"],"customer":"x"}`,
+			[]string{`seat id \"b2\"`, "upper-case", `did you mean \"B2\"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := newRequest("POST", tc.path, []byte(tc.body))
+			w := hs.serve(t, r)
+			if w.Code != http.StatusBadRequest {
+				t.Fatalf("status %d, want 400: %s", w.Code, w.Body)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(w.Body.String(), want) {
+					t.Errorf("answer %s lacks %s", strings.TrimSpace(w.Body.String()), want)
+				}
+			}
+		})
+	}
+}

@@ -127,6 +127,9 @@ func checkAnswer(tb testing.TB, r *http.Request, w *httptest.ResponseRecorder) {
 	if w.Code < 400 {
 		return
 	}
+	if w.Code == http.StatusUnauthorized && !strings.HasPrefix(w.Header().Get("WWW-Authenticate"), "Bearer ") {
+		tb.Errorf("%s %q answered 401 with WWW-Authenticate %q, want a Bearer challenge", r.Method, r.URL.String(), w.Header().Get("WWW-Authenticate"))
+	}
 	checkErrorBody(tb, w.Code, w.Header().Get("Content-Type"), w.Body.Bytes())
 }
 

@@ -11,7 +11,11 @@ import (
 func addRoutes(r *gin.Engine, svc *reservation.Service, opts Options, m *metrics) {
 	r.GET("/", handleIndex())
 	r.GET("/healthz", handleHealthz())
-	r.GET("/readyz", handleReadyz(svc, opts.ReadyTimeout))
+	ready := opts.Ready
+	if ready == nil {
+		ready = svc.Ready
+	}
+	r.GET("/readyz", handleReadyz(ready, opts.ReadyTimeout))
 	r.GET("/metrics", handleMetrics(opts.Registry))
 	r.GET("/openapi.json", handleOpenAPI())
 

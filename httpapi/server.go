@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -27,6 +28,12 @@ type Options struct {
 
 	// ReadyTimeout bounds the backend checks of GET /readyz. Zero means 2s.
 	ReadyTimeout time.Duration
+
+	// Ready, when set, is what GET /readyz asks instead of the service's
+	// Ready: whether every backend of the server answers. When an error
+	// in its chain has a method Backend() string, the 503 names that
+	// backend ("redis"); its message is for the log, not for clients.
+	Ready func(context.Context) error
 
 	// Events feeds the live streams of GET /v1/screenings/{id}/events.
 	// Nil answers that route with 404; the page then shows no live map.

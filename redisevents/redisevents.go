@@ -3,8 +3,12 @@
 // it is named after what it adapts, as reservation/postgres is.
 //
 // The instance that wrote a booking publishes its event on the channel of
-// its screening, "seatlock:events:<screening id>", and every instance hands
-// what it receives to its Deliverer. A plain Deliverer is subscribed to the
+// its screening, "seatlock:events:<namespace>:<screening id>", and every
+// instance hands what it receives to its Deliverer. Redis's channels are
+// shared by every client of the server, whatever database number it
+// uses, so the namespace (Options.Namespace) keeps the events of one
+// deployment from another's on the same Redis: two deployments that both
+// have a screening "demo" see each other's bookings on its map otherwise. A plain Deliverer is subscribed to the
 // pattern of all such channels. A Watcher (in the API, the httpapi.Hub that
 // feeds the live seat maps) is subscribed only to the channels of the
 // screenings it follows (see Bus.Follow): an instance on which no page
@@ -14,7 +18,7 @@
 // the bookings of every other instance:
 //
 //	hub := httpapi.NewHub(0)
-//	bus := redisevents.Start(ctx, client, hub, redisevents.Options{Logger: logger})
+//	bus := redisevents.Start(ctx, client, hub, redisevents.Options{Logger: logger, Namespace: "db0-1f2e3d4c5b6a"})
 //	defer bus.Close() // after the HTTP server has shut down
 //	hub.SetFeed(bus)  // a page's stream follows its screening on the bus
 //	svc := reservation.NewService(store, reservation.Options{Events: bus})
@@ -40,9 +44,9 @@ import (
 )
 
 const (
-	// ChannelPrefix starts the channel of every screening's events.
+	// ChannelPrefix starts the channel of every screening's events; the
+	// namespace, if any, and the screening id follow.
 	ChannelPrefix = "seatlock:events:"
-	pattern       = ChannelPrefix + "*"
 
 	// publishQueue bounds the events waiting to be published; a booking
 	// never waits for Redis to take its event (see Publish).
@@ -83,6 +87,33 @@ type Options struct {
 	// Logger receives warnings (events dropped or malformed, Redis
 	// errors). Nil discards them.
 	Logger *slog.Logger
+
+	// Namespace is the deployment's part of the channel names: the buses
+	// of one deployment (the instances that share a store) must have the
+	// same, and other deployments on the same Redis another. Empty means
+	// none: channels "seatlock:events:<screening id>".
+	Namespace string
+}
+
+// channelPrefix is what starts the channel names of a namespace.
+func channelPrefix(namespace string) string {
+	if namespace == "" {
+		return ChannelPrefix
+	}
+	return ChannelPrefix + namespace + ":"
+}
+
+// globEscape escapes the characters that are special in a Redis pattern
+// (PSUBSCRIBE), so that a namespace matches only itself.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\^`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // message is an Event on the wire between instances.
@@ -144,6 +175,7 @@ type Bus struct {
 	client  *redis.Client
 	deliver Deliverer
 	logger  *slog.Logger
+	prefix  string // of every channel of this bus: channelPrefix(Options.Namespace)
 
 	queue  chan reservation.Event
 	pubsub *redis.PubSub
@@ -172,11 +204,12 @@ func Start(ctx context.Context, client *redis.Client, to Deliverer, opts Options
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	prefix := channelPrefix(opts.Namespace)
 	var pubsub *redis.PubSub
 	if _, ok := to.(Watcher); ok {
 		pubsub = client.Subscribe(ctx)
 	} else {
-		pubsub = client.PSubscribe(ctx, pattern)
+		pubsub = client.PSubscribe(ctx, globEscape(prefix)+"*")
 		wait, cancel := context.WithTimeout(ctx, subscribeWait)
 		if _, err := pubsub.Receive(wait); err != nil {
 			logger.Warn("live seat map: not subscribed to booking events yet; retrying in the background", "err", err)
@@ -190,6 +223,7 @@ func Start(ctx context.Context, client *redis.Client, to Deliverer, opts Options
 		client:   client,
 		deliver:  to,
 		logger:   logger,
+		prefix:   prefix,
 		queue:    make(chan reservation.Event, publishQueue),
 		pubsub:   pubsub,
 		cancel:   cancel,
@@ -288,7 +322,7 @@ func (b *Bus) send(ctx context.Context, batch []reservation.Event, buf *bytes.Bu
 		// Without the newline Encode ends the value with: the message
 		// is the value alone, as json.Marshal writes it.
 		msg := buf.Bytes()[start : buf.Len()-1]
-		pipe.Publish(ctx, ChannelPrefix+ev.ScreeningID, msg)
+		pipe.Publish(ctx, b.prefix+ev.ScreeningID, msg)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		b.logger.Warn("publishing booking events", "events", len(batch), "err", err)
@@ -307,7 +341,7 @@ func (b *Bus) Follow(ctx context.Context, screeningID string) error {
 	if _, ok := b.deliver.(Watcher); !ok {
 		return nil // subscribed to the pattern of every channel already
 	}
-	channel := ChannelPrefix + screeningID
+	channel := b.prefix + screeningID
 	b.mu.Lock()
 	confirmed, ok := b.followed[channel]
 	if !ok {
@@ -363,12 +397,12 @@ func (b *Bus) receive() {
 		default:
 			continue
 		}
-		if watcher != nil && !watcher.Watches(strings.TrimPrefix(m.Channel, ChannelPrefix)) {
+		screeningID, ok := strings.CutPrefix(m.Channel, b.prefix)
+		if !ok || watcher != nil && !watcher.Watches(screeningID) {
 			continue
 		}
 		var msg message
-		if err := json.Unmarshal([]byte(m.Payload), &msg); err != nil ||
-			msg.ScreeningID != strings.TrimPrefix(m.Channel, ChannelPrefix) {
+		if err := json.Unmarshal([]byte(m.Payload), &msg); err != nil || msg.ScreeningID != screeningID {
 			b.logger.Warn("ignoring a malformed booking event", "channel", m.Channel)
 			continue
 		}

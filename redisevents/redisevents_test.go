@@ -61,8 +61,14 @@ func client(t *testing.T) *redis.Client {
 // the client.
 func start(t *testing.T, to redisevents.Deliverer) *redisevents.Bus {
 	t.Helper()
+	return startIn(t, "", to)
+}
+
+// startIn is start with a namespace.
+func startIn(t *testing.T, namespace string, to redisevents.Deliverer) *redisevents.Bus {
+	t.Helper()
 	c := client(t)
-	b := redisevents.Start(t.Context(), c, to, redisevents.Options{})
+	b := redisevents.Start(t.Context(), c, to, redisevents.Options{Namespace: namespace})
 	t.Cleanup(b.Close)
 	return b
 }
@@ -90,6 +96,49 @@ func TestEveryInstanceReceives(t *testing.T) {
 		if got := in.next(t, 5*time.Second); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s received %+v, want %+v", name, got, want)
 		}
+	}
+}
+
+// TestNamespacesDoNotMeet: two deployments on one Redis, in namespaces of
+// their own, never see each other's events, for the same screening id,
+// whether a bus subscribes to a screening's channel (a Watcher, as the API
+// does) or to every channel of its namespace; and a namespace with a
+// character that is special in a Redis pattern matches only itself.
+func TestNamespacesDoNotMeet(t *testing.T) {
+	id := uuid.NewString()
+	mine, theirs := "t-"+uuid.NewString()[:8], "t-"+uuid.NewString()[:8]
+	for _, tc := range []struct{ name, mine, theirs string }{
+		{"two namespaces", mine, theirs},
+		{"a pattern character", mine + "x", mine + "*"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Theirs listens both ways; a bus of mine publishes, another of
+			// mine receives.
+			watcher := &watchingInbox{inbox: newInbox(id)}
+			everyChannel := newInbox(id)
+			w := startIn(t, tc.theirs, watcher)
+			if err := w.Follow(t.Context(), id); err != nil {
+				t.Fatal(err)
+			}
+			startIn(t, tc.theirs, everyChannel)
+			pub, sameDeployment := startIn(t, tc.mine, newInbox("")), newInbox(id)
+			startIn(t, tc.mine, sameDeployment)
+
+			ours := event(id, 1)
+			pub.Publish(t.Context(), ours)
+			if got := sameDeployment.next(t, 5*time.Second); !reflect.DeepEqual(got, ours) {
+				t.Fatalf("the same namespace received %+v, want %+v", got, ours)
+			}
+			// Published after ours had arrived: a subscriber of the other
+			// namespace that had received ours would have it first.
+			want := event(id, 2)
+			startIn(t, tc.theirs, newInbox("")).Publish(t.Context(), want)
+			for name, in := range map[string]*inbox{"watching the screening": watcher.inbox, "subscribed to every channel": everyChannel} {
+				if got := in.next(t, 5*time.Second); !reflect.DeepEqual(got, want) {
+					t.Errorf("the other namespace, %s, received %+v first, want only its own %+v", name, got, want)
+				}
+			}
+		})
 	}
 }
 

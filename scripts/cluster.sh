@@ -11,19 +11,33 @@
 #                                and nothing left running, if one does not
 #   scripts/cluster.sh stop      stop them (waits for them to drain)
 #   scripts/cluster.sh flags     print the flags of the running cluster again
+#   scripts/cluster.sh dir       print the cluster's directory (binaries, logs)
 #   scripts/cluster.sh [run]     as start, but stay in the foreground: Ctrl-C
 #                                (or 'cluster.sh stop' elsewhere) stops them
 #
+# Unless told otherwise, a cluster takes a database, ports and a directory
+# of its own, so that the clusters of other people and other checkouts on
+# the machine, and the test suites, never share them by accident; start
+# says on stderr which it took. They are named after the user id and a
+# digest of this checkout's path, so that start, stop and flags of one
+# checkout find the same cluster.
+#
 # Environment (all optional):
-#   DATABASE_URL  default postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
-#   REDIS_URL     default redis://127.0.0.1:6379/0
+#   DATABASE_URL  default: the cluster's own database, seatlock_cluster_<key>
+#                 on postgres://postgres@127.0.0.1:5432, created with psql if
+#                 missing and kept after stop (the instances migrate it)
+#   REDIS_URL     default redis://127.0.0.1:6379/0 (the live seat map's events
+#                 are namespaced by database, so clusters on one Redis do not
+#                 see each other's)
 #   INSTANCES     default 3
-#   BASE_PORT     default 8081 (instances listen on BASE_PORT, BASE_PORT+1, ...)
-#   CLUSTER_DIR   default ${TMPDIR:-/tmp}/seatlock-cluster (binaries, pids, logs, flags)
-#   PAYMENTS_ADDR default 127.0.0.1:9100: the payment provider (loadgen payments)
-#                 the instances charge through; PAYMENT_URL set means use that
-#                 provider instead, and PAYMENTS_ADDR=off means none (simulated
-#                 payments)
+#   BASE_PORT     default: ports the system chooses; set, the instances
+#                 listen on BASE_PORT, BASE_PORT+1, ...
+#   CLUSTER_DIR   default ${TMPDIR:-/tmp}/seatlock-cluster-<key> (binaries,
+#                 pids, logs, flags)
+#   PAYMENTS_ADDR default: 127.0.0.1 on a port the system chooses: the payment
+#                 provider (loadgen payments) the instances charge through;
+#                 PAYMENT_URL set means use that provider instead, and
+#                 PAYMENTS_ADDR=off means none (simulated payments)
 #   CHECK_FENCES  default false: true starts the provider with -check-fences
 #   GOMAXPROCS    default the machine's cores / INSTANCES, at least 1: the
 #                 instances share the cores (see the README on several
@@ -34,22 +48,24 @@
 #
 # Example:
 #   flags=$(scripts/cluster.sh start)
-#   "${CLUSTER_DIR:-/tmp/seatlock-cluster}/loadgen" compare $flags -scenario multi
+#   "$(scripts/cluster.sh dir)/loadgen" compare $flags -scenario multi
 #   scripts/cluster.sh stop
 set -euo pipefail
 
-export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+key="$(id -u)_$(printf '%s' "$root" | sha256sum | cut -c1-8)"
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
 export DEMO_MODE="${DEMO_MODE:-true}"
 instances="${INSTANCES:-3}"
-base_port="${BASE_PORT:-8081}"
-dir="${CLUSTER_DIR:-${TMPDIR:-/tmp}/seatlock-cluster}"
-payments_addr="${PAYMENTS_ADDR:-127.0.0.1:9100}"
+base_port="${BASE_PORT:-}"
+dir="${CLUSTER_DIR:-${TMPDIR:-/tmp}/seatlock-cluster-$key}"
+payments_addr="${PAYMENTS_ADDR:-127.0.0.1:0}"
 check_fences="${CHECK_FENCES:-false}"
 export GOMAXPROCS="${GOMAXPROCS:-$(( $(nproc) / instances > 0 ? $(nproc) / instances : 1 ))}"
 pids_file="$dir/pids"
 flags_file="$dir/flags"
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The Postgres server on which the cluster's own database is made.
+pg_server="postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
 # stop_all sends SIGTERM to every instance this script started (their pids
 # are in $pids_file, which it removes first so that a second stop_all, from
@@ -86,6 +102,39 @@ daemon() {
 	echo $! >>"$pids_file"
 }
 
+# own_database sets DATABASE_URL to the cluster's own database on
+# $pg_server, creating it if it is missing, and says which it took.
+own_database() {
+	local db="seatlock_cluster_$key"
+	command -v psql >/dev/null || {
+		echo "cluster.sh: psql is needed to create the cluster's database $db; install it (postgresql-client) or set DATABASE_URL" >&2
+		exit 1
+	}
+	if [[ "$(psql "$pg_server" -qAtc "select 1 from pg_database where datname = '$db'")" != 1 ]]; then
+		psql "$pg_server" -qc "create database $db" >/dev/null
+		echo "cluster.sh: database $db created on ${pg_server%/*} (kept after stop; psql '$pg_server' -c 'drop database $db' drops it)" >&2
+	else
+		echo "cluster.sh: database $db on ${pg_server%/*}, as before" >&2
+	fi
+	export DATABASE_URL="${pg_server%/*}/$db?sslmode=disable"
+}
+
+# address_in LOG PATTERN waits up to 60 s for the http:// address that
+# follows PATTERN in LOG, while the process of pid $2 lives, and prints it.
+address_in() {
+	local log=$1 pid=$2 pattern=$3 addr
+	for _ in $(seq 600); do
+		addr=$(grep -o "$pattern http://[0-9.:]*" "$log" 2>/dev/null | head -n 1 | sed 's/.* //')
+		if [[ -n "$addr" ]]; then
+			echo "$addr"
+			return 0
+		fi
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
 # start starts the cluster in the background and returns once every
 # instance answers /healthz; on any failure it stops what it started and
 # exits 1.
@@ -95,6 +144,9 @@ start() {
 		echo "cluster.sh: a cluster seems to run already ($pids_file); run: $0 stop" >&2
 		exit 2
 	fi
+	if [[ -z "${DATABASE_URL:-}" ]]; then
+		own_database
+	fi
 	echo "building cmd/api and cmd/loadgen into $dir" >&2
 	(cd "$root" && go build -o "$dir/api" ./cmd/api && go build -o "$dir/loadgen" ./cmd/loadgen)
 
@@ -102,45 +154,47 @@ start() {
 	trap 'stop_all' EXIT
 	# The payment provider starts first: the instances charge through it.
 	if [[ -z "${PAYMENT_URL:-}" && "$payments_addr" != off ]]; then
-		local fences=()
+		local fences=() pid
 		[[ "$check_fences" == true ]] && fences=(-check-fences)
 		daemon "$dir/payments.log" "$dir/loadgen" payments -addr "$payments_addr" "${fences[@]}"
-		export PAYMENT_URL="http://$payments_addr"
-		for _ in $(seq 100); do
-			curl -fsS --max-time 2 -o /dev/null "$PAYMENT_URL/v1/stats" 2>/dev/null && break
-			sleep 0.1
-		done
-		curl -fsS --max-time 2 -o /dev/null "$PAYMENT_URL/v1/stats" || {
+		pid=$(tail -n 1 "$pids_file")
+		PAYMENT_URL=$(address_in "$dir/payments.log" "$pid" "provider on") &&
+			curl -fsS --max-time 2 -o /dev/null "$PAYMENT_URL/v1/stats" || {
 			echo "cluster.sh: the payment provider did not start; its log:" >&2
 			cat "$dir/payments.log" >&2
 			exit 1
 		}
+		export PAYMENT_URL
 	fi
-	local targets=() pids=() port i
+	local logs=() pids=() targets=() i addr
 	for ((i = 0; i < instances; i++)); do
-		port=$((base_port + i))
-		ADDR="127.0.0.1:$port" daemon "$dir/api-$port.log" "$dir/api"
+		addr=127.0.0.1:0
+		[[ -n "$base_port" ]] && addr="127.0.0.1:$((base_port + i))"
+		logs+=("$dir/api-$i.log")
+		ADDR="$addr" daemon "${logs[$i]}" "$dir/api"
 		pids+=("$(tail -n 1 "$pids_file")")
-		targets+=("http://127.0.0.1:$port")
 	done
 
 	# Each instance has 60 s to answer; one that exits (a port in use, a
-	# bad setting) fails the start at once.
-	for i in "${!targets[@]}"; do
-		local target=${targets[$i]} ready=0
-		for _ in $(seq 600); do
-			if curl -fsS --max-time 2 -o /dev/null "$target/healthz" 2>/dev/null; then
-				ready=1
-				break
-			fi
-			kill -0 "${pids[$i]}" 2>/dev/null || break
-			sleep 0.1
-		done
+	# bad setting, a backend that does not answer) fails the start at once.
+	for i in "${!pids[@]}"; do
+		local target ready=0
+		if target=$(address_in "${logs[$i]}" "${pids[$i]}" "listening on"); then
+			for _ in $(seq 100); do
+				if curl -fsS --max-time 2 -o /dev/null "$target/healthz" 2>/dev/null; then
+					ready=1
+					break
+				fi
+				kill -0 "${pids[$i]}" 2>/dev/null || break
+				sleep 0.1
+			done
+		fi
 		if ((!ready)); then
-			echo "cluster.sh: $target did not answer /healthz; its log:" >&2
-			tail -n 20 "$dir/api-${target##*:}.log" >&2 || true
+			echo "cluster.sh: instance $((i + 1)) did not answer /healthz; its log (${logs[$i]}):" >&2
+			tail -n 20 "${logs[$i]}" >&2 || true
 			exit 1
 		fi
+		targets+=("$target")
 	done
 
 	local joined
@@ -154,7 +208,14 @@ start() {
 		echo "-targets $joined" >"$flags_file"
 	fi
 	trap - INT TERM EXIT
-	echo "cluster of $instances instances up (logs in $dir); '$0 stop' stops it" >&2
+	{
+		echo "cluster up: $instances API $( ((instances == 1)) && echo instance || echo instances); '$0 stop' stops it"
+		echo "  instances  $joined (seat map: ${targets[0]}/)"
+		echo "  payments   ${PAYMENT_URL:-none: simulated}"
+		echo "  database   $(sed -E 's#^([a-z]+://)([^:@/]*)(:[^@/]*)?@#\1\2@#' <<<"$DATABASE_URL")"
+		echo "  redis      $(sed -E 's#^([a-z+]+://)([^:@/]*)(:[^@/]*)?@#\1\2@#' <<<"$REDIS_URL")"
+		echo "  directory  $dir (binaries, logs)"
+	} >&2
 	cat "$flags_file"
 }
 
@@ -180,8 +241,9 @@ flags)
 		exit 1
 	}
 	;;
+dir) echo "$dir" ;;
 *)
-	echo "usage: $0 [start|stop|flags|run]" >&2
+	echo "usage: $0 [start|stop|flags|dir|run]" >&2
 	exit 2
 	;;
 esac

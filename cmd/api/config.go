@@ -95,8 +95,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	str(&cfg.RedisURL, "redis-url", "REDIS_URL", "", "Redis URL (redis://host:port/db, or redis+sentinel://sentinel:port/db?master_name=NAME for a Sentinel-managed primary); empty means an embedded Redis server")
 	fs.IntVar(&cfg.RedisWaitReplicas, "redis-wait-replicas", 0, "replicas of the Redis primary that must acknowledge a Redis lock (WAIT, within a tenth of LOCK_TTL) before it is granted, else 503; 0 means grant at once (env REDIS_WAIT_REPLICAS)")
 	env["redis-wait-replicas"], hint["redis-wait-replicas"] = "REDIS_WAIT_REPLICAS", "want a whole number of replicas"
-	str(&lock, "lock", "LOCK_STRATEGY", string(reservation.LockKeyedRedis), "default lock strategy of new screenings: "+strategyNames())
-	str(&guard, "guard", "WRITE_GUARD", string(reservation.GuardFence), "default write guard of new screenings: fence, off")
+	str(&lock, "lock", "LOCK_STRATEGY", string(reservation.LockKeyedRedis), "default lock strategy of new screenings: "+names(catalogue()))
+	str(&guard, "guard", "WRITE_GUARD", string(reservation.GuardFence), "default write guard of new screenings: "+names(guards()))
 	dur(&cfg.LockTTL, "lock-ttl", "LOCK_TTL", 10*time.Second, "lease of a distributed lock, renewed every third of it")
 	dur(&cfg.LockWait, "lock-wait", "LOCK_WAIT", 5*time.Second, "longest a booking waits for its seat locks before 409 seat_busy")
 	dur(&cfg.PaymentDelay, "payment-delay", "PAYMENT_DELAY", 0, "default simulated payment time inside the critical section")
@@ -158,23 +158,23 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 
 // validate checks the values that the flag types cannot.
 func (c config) validate() error {
-	s, ok := lookup(c.Lock)
+	// The refusals say what the README's tables say (see guards).
+	s, ok := find(catalogue(), string(c.Lock))
+	fence, _ := find(guards(), string(reservation.GuardFence))
 	switch {
 	case !ok:
-		return fmt.Errorf("LOCK_STRATEGY %q is unknown; use one of %s", c.Lock, strategyNames())
-	case !s.safe && !c.Demo:
-		return fmt.Errorf("LOCK_STRATEGY=%s can double-book and needs DEMO_MODE=true", c.Lock)
+		return fmt.Errorf("LOCK_STRATEGY %q is unknown; use one of %s", c.Lock, names(catalogue()))
+	case !s.safe() && !c.Demo:
+		return fmt.Errorf("LOCK_STRATEGY=%s needs DEMO_MODE=true: it lets two bookings hold one seat at once; under WRITE_GUARD=%s %s",
+			c.Lock, fence.name, fence.twoHolders)
 	case !c.has(s.needs):
 		return fmt.Errorf("LOCK_STRATEGY=%s needs %s", c.Lock, s.needs)
 	}
-	switch c.Guard {
-	case reservation.GuardFence:
-	case reservation.GuardOff:
-		if !c.Demo {
-			return errors.New("WRITE_GUARD=off can double-book and needs DEMO_MODE=true")
-		}
-	default:
-		return fmt.Errorf("WRITE_GUARD %q is unknown; use fence or off", c.Guard)
+	switch g, ok := find(guards(), string(c.Guard)); {
+	case !ok:
+		return fmt.Errorf("WRITE_GUARD %q is unknown; use one of %s", c.Guard, names(guards()))
+	case !g.safe && !c.Demo:
+		return fmt.Errorf("WRITE_GUARD=%s needs DEMO_MODE=true: when two bookings hold one seat at once, %s", g.name, g.twoHolders)
 	}
 	// The URLs are parsed here so that a typo is a usage error; the
 	// messages leave the URLs out, as they may hold passwords.
@@ -209,9 +209,9 @@ func (c config) validate() error {
 		}
 		_ = client.Close() // connects lazily: nothing was opened
 	}
-	for _, u := range c.RedlockURLs {
+	for i, u := range c.RedlockURLs {
 		if _, err := redis.ParseURL(u); err != nil {
-			return errors.New("REDLOCK_URLS holds a URL that is not a valid Redis URL (redis://host:port/db)")
+			return fmt.Errorf("REDLOCK_URLS: URL %d of %d is not a valid Redis URL (redis://host:port/db): %s", i+1, len(c.RedlockURLs), redactURL(u))
 		}
 	}
 	if c.PaymentURL != "" {
@@ -220,7 +220,8 @@ func (c config) validate() error {
 		}
 	}
 	if len(c.RedlockURLs) > 0 && len(c.RedlockURLs) < 3 {
-		return fmt.Errorf("REDLOCK_URLS names %d servers; Redlock needs at least 3 independent ones", len(c.RedlockURLs))
+		n := len(c.RedlockURLs)
+		return fmt.Errorf("REDLOCK_URLS names %d %s; Redlock needs at least 3 independent ones", n, plural(n, "server", "servers"))
 	}
 	if c.LockDir == "" {
 		return errors.New("LOCK_DIR is empty")

@@ -69,6 +69,50 @@ func TestEventsAcrossInstances(t *testing.T) {
 	back.await(t, "event: cancelled", time.Second)
 }
 
+// TestDeploymentsOnOneRedisDoNotMeet: two deployments on one Redis, each
+// with a screening "demo", never see each other's bookings on their maps,
+// while the instances of one deployment see each other's, even when they
+// name their database differently (localhost, 127.0.0.1).
+func TestDeploymentsOnOneRedisDoNotMeet(t *testing.T) {
+	t.Run("postgres", func(t *testing.T) {
+		redisURL := testenv.RedisURL(t)
+		db := testenv.NewDatabase(t)
+		a1 := startAPI(t, map[string]string{"REDIS_URL": redisURL, "DATABASE_URL": db})
+		a2 := startAPI(t, map[string]string{"REDIS_URL": redisURL, "DATABASE_URL": strings.Replace(db, "127.0.0.1", "localhost", 1)})
+		b := startAPI(t, map[string]string{"REDIS_URL": redisURL, "DATABASE_URL": testenv.NewDatabase(t)})
+		neverMeet(t, a1, a2, b)
+	})
+	t.Run("in memory", func(t *testing.T) {
+		redisURL, _ := startRedis(t)
+		a := startAPI(t, map[string]string{"REDIS_URL": redisURL})
+		b := startAPI(t, map[string]string{"REDIS_URL": redisURL})
+		neverMeet(t, a, nil, b)
+	})
+}
+
+// neverMeet books the demo screening on a1 and then on b, with streams open
+// on a2 (another instance of a1's deployment, if not nil) and on b: a2 sees
+// a1's booking, and b sees only its own. b's booking is made after a1's
+// reached a2, so a leak of a1's to b would come first.
+func neverMeet(t *testing.T, a1, a2, b *instance) {
+	t.Helper()
+	seen := openEvents(t, a1.url, "demo")
+	if a2 != nil {
+		seen = openEvents(t, a2.url, "demo")
+	}
+	other := openEvents(t, b.url, "demo")
+	ours := decode[booking](t, call(t, "POST", a1.url+"/v1/screenings/demo/bookings", bookingBody("ann", "B3")))
+	seen.await(t, "event: booked", 5*time.Second)
+	if data := seen.await(t, "data: ", time.Second); !strings.Contains(data, ours.ID) {
+		t.Fatalf("the same deployment saw %s, want booking %s", data, ours.ID)
+	}
+	theirs := decode[booking](t, call(t, "POST", b.url+"/v1/screenings/demo/bookings", bookingBody("bob", "B4")))
+	other.await(t, "event: booked", 5*time.Second)
+	if data := other.await(t, "data: ", time.Second); !strings.Contains(data, theirs.ID) {
+		t.Errorf("the other deployment's map got %s first, want only its own booking %s", data, theirs.ID)
+	}
+}
+
 // TestShutdownEndsStreams stops an instance while a page is connected: the
 // stream ends and run returns promptly, instead of waiting for the page.
 func TestShutdownEndsStreams(t *testing.T) {

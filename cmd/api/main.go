@@ -24,11 +24,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/httpapi"
 	"github.com/seatlock/seatlock/locking"
@@ -38,6 +40,8 @@ import (
 )
 
 func main() {
+	// go-redis's logger is process-wide: set here, once (see redisLog).
+	redis.SetLogger(redisLog{slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
@@ -52,12 +56,19 @@ func exitCode(err error, stderr io.Writer) int {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &cfgErr):
-		fmt.Fprintf(stderr, "api: %v\n", err)
+		fmt.Fprintf(stderr, "api: %s\n", oneLine(err))
 		return 2
 	default:
-		fmt.Fprintf(stderr, "api: %v\n", err)
+		fmt.Fprintf(stderr, "api: %s\n", oneLine(err))
 		return 1
 	}
+}
+
+// oneLine is err's message on one line: drivers (pgx) and errors.Join
+// break theirs into lines, one per address or error tried.
+func oneLine(err error) string {
+	msg := strings.ReplaceAll(err.Error(), ":\n", ": ")
+	return strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
 }
 
 // serverLimits are what the HTTP server grants a client: how long it may
@@ -128,7 +139,8 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	// Tests and scripts read this line to find a port chosen by the system.
-	logger.Info("listening on http://"+ln.Addr().String(), "lock", cfg.Lock, "guard", cfg.Guard, "demo", cfg.Demo)
+	logger.Info("listening on http://"+ln.Addr().String(), "seat_map", seatMapURL(ln.Addr()),
+		"lock", cfg.Lock, "guard", cfg.Guard, "demo", cfg.Demo)
 	return serve(ctx, srv, ln, a.hub, logger)
 }
 
@@ -170,7 +182,7 @@ func openApp(ctx context.Context, cfg config, reg *prometheus.Registry, logger *
 	// on which no page was ever opened receives none of its neighbours'
 	// events.
 	a.hub = httpapi.NewHub(0)
-	a.events = redisevents.Start(ctx, b.redis, a.hub, redisevents.Options{Logger: logger})
+	a.events = redisevents.Start(ctx, b.redis, a.hub, redisevents.Options{Logger: logger, Namespace: b.eventsNamespace()})
 	a.hub.SetFeed(a.events)
 
 	a.svc, err = newService(ctx, cfg, b, a.events, logger)
@@ -184,6 +196,7 @@ func openApp(ctx context.Context, cfg config, reg *prometheus.Registry, logger *
 		AdminToken: cfg.AdminToken,
 		Events:     a.hub,
 		WriteRate:  cfg.WriteRate,
+		Ready:      b.ready,
 	})
 	return a, nil
 }
@@ -311,4 +324,18 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, hub *httpapi.
 func newLogger(w io.Writer) (*slog.Logger, func()) {
 	lw := newLogWriter(w)
 	return slog.New(slog.NewTextHandler(lw, nil)), lw.close
+}
+
+// seatMapURL is where a browser on this machine finds the seat map (GET /)
+// of a server listening on addr: on localhost when it listens on every
+// address (":8080").
+func seatMapURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String() + "/"
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
 }

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/flock"
@@ -28,13 +26,28 @@ type strategy struct {
 	// needs is the environment variable of the setting without which the
 	// strategy is not offered; "" when it needs none.
 	needs string
-	// safe is false for a strategy that can double-book: the server
-	// offers it only with DEMO_MODE=true (the service enforces it).
-	safe bool
+	// reach is between whom its lock keeps a second booking of a seat out
+	// while the first holds it (see the reach constants).
+	reach string
 	// locker builds the strategy's seat locker on the lock backends; nil
 	// for none, which locks nothing: the service runs it by itself.
 	locker func(lb *lockBackends, ctx context.Context) (reservation.SeatLocker, error)
 }
+
+// How far a strategy's lock reaches: the README's column "one holder of a
+// seat at a time" shows these words, and a test holds it to them. Where a
+// lock does not reach, two bookings hold one seat at once, and the write
+// guard decides what then happens (see guards).
+const (
+	reachNone     = "no"
+	reachInstance = "within one instance"
+	reachHost     = "within one host"
+	reachAll      = "across instances"
+)
+
+// safe reports whether the server offers the strategy outside demo mode:
+// every strategy that excludes anyone does (the service enforces it).
+func (s strategy) safe() bool { return s.reach != reachNone }
 
 // catalogue lists every lock strategy, in the order the workshop meets
 // them. It is the one place a strategy is added: config validation reads
@@ -44,52 +57,79 @@ type strategy struct {
 // holds the README's strategy table to it.
 func catalogue() []strategy {
 	return []strategy{
-		{name: reservation.LockNone},
-		{name: reservation.LockGlobal, safe: true, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+		{name: reservation.LockNone, reach: reachNone},
+		{name: reservation.LockGlobal, reach: reachInstance, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
 			return lb.measured(reservation.LockGlobal, locking.Global()), nil
 		}},
-		{name: reservation.LockKeyed, safe: true, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+		{name: reservation.LockKeyed, reach: reachInstance, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
 			return lb.keyed(), nil
 		}},
-		{name: reservation.LockRedis, safe: true, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+		{name: reservation.LockRedis, reach: reachAll, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
 			return lb.redis(), nil
 		}},
 		// Built from the measured layers, not measured again: its
 		// bookings' waits show in the "keyed" and the "redis" series,
 		// each wait counted once, where it happened.
-		{name: reservation.LockKeyedRedis, safe: true, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+		{name: reservation.LockKeyedRedis, reach: reachAll, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
 			return locking.Layered(lb.keyed(), lb.redis()), nil
 		}},
-		{name: reservation.LockPostgres, needs: "DATABASE_URL", safe: true, locker: (*lockBackends).postgres},
+		{name: reservation.LockPostgres, needs: "DATABASE_URL", reach: reachAll, locker: (*lockBackends).postgres},
 		// Not measured: its lease is the transaction itself (a
 		// reservation.TxLease), which a measuring wrapper would hide from
 		// the booking.
-		{name: reservation.LockPostgresXact, needs: "DATABASE_URL", safe: true, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+		{name: reservation.LockPostgresXact, needs: "DATABASE_URL", reach: reachAll, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
 			return lb.b.pg.XactLocker(), nil
 		}},
-		{name: reservation.LockRedlock, needs: "REDLOCK_URLS", safe: true, locker: (*lockBackends).redlock},
-		{name: reservation.LockFile, safe: true, locker: (*lockBackends).files},
-		{name: reservation.LockZooKeeper, needs: "ZOOKEEPER_SERVERS", safe: true, locker: (*lockBackends).zookeeper},
+		{name: reservation.LockRedlock, needs: "REDLOCK_URLS", reach: reachAll, locker: (*lockBackends).redlock},
+		{name: reservation.LockFile, reach: reachHost, locker: (*lockBackends).files},
+		{name: reservation.LockZooKeeper, needs: "ZOOKEEPER_SERVERS", reach: reachAll, locker: (*lockBackends).zookeeper},
 	}
 }
 
-// lookup returns the catalogue's row of a strategy.
-func lookup(name reservation.Strategy) (strategy, bool) {
-	for _, s := range catalogue() {
-		if s.name == name {
-			return s, true
+// guard is one row of the guards' table: a write guard as this server
+// offers it.
+type guard struct {
+	name reservation.Guard
+	safe bool // false: offered only with DEMO_MODE=true
+	// twoHolders is what the final write does when two bookings hold one
+	// seat at once: under a strategy that does not reach between them, or
+	// when a lock's lease ran out under its holder (a pause, a failover).
+	twoHolders string
+}
+
+// guards lists the write guards. Config validation reads it, and a test
+// holds the README's guard table to it.
+func guards() []guard {
+	return []guard{
+		{name: reservation.GuardFence, safe: true, twoHolders: "one of the two writes is refused (409), its charge refunded: no double booking"},
+		{name: reservation.GuardOff, twoHolders: "both writes land: the seat is double-booked"},
+	}
+}
+
+// key is a strategy's name, for find and names.
+func (s strategy) key() string { return string(s.name) }
+
+// key is a guard's name, for find and names.
+func (g guard) key() string { return string(g.name) }
+
+// find returns the row called name of a table (catalogue or guards).
+func find[T interface{ key() string }](rows []T, name string) (T, bool) {
+	for _, r := range rows {
+		if r.key() == name {
+			return r, true
 		}
 	}
-	return strategy{}, false
+	var none T
+	return none, false
 }
 
-// strategyNames lists every lock strategy for messages.
-func strategyNames() string {
-	var names []string
-	for _, s := range catalogue() {
-		names = append(names, string(s.name))
+// names lists the names of a table's rows for messages.
+func names[T interface{ key() string }](rows []T) string {
+	var ns []string
+	for _, r := range rows {
+		ns = append(ns, r.key())
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(ns, ", ")
 }
 
 // openLockers builds the locker of every strategy in the catalogue whose
@@ -184,22 +224,13 @@ func (lb *lockBackends) postgres(ctx context.Context) (reservation.SeatLocker, e
 	return lb.measured(reservation.LockPostgres, locking.Distributed(pglock.New(pool, pglock.Options{TTL: lb.cfg.LockTTL, StopMargin: reservation.StopTime}))), nil
 }
 
-// redlock builds the Redlock strategy on one client per REDLOCK_URLS node.
+// redlock builds the Redlock strategy on the backends' clients of the
+// REDLOCK_URLS nodes.
 func (lb *lockBackends) redlock(context.Context) (reservation.SeatLocker, error) {
-	clients := make([]redlock.Client, len(lb.cfg.RedlockURLs))
-	for i, u := range lb.cfg.RedlockURLs {
-		opts, err := redis.ParseURL(u) // checked by config.validate
-		if err != nil {
-			return nil, err
-		}
-		// Every call to a node must end at its deadline, so that a
-		// hung node costs an attempt NodeTimeout, not the lease.
-		opts.ContextTimeoutEnabled, opts.MaxRetries, opts.DialerRetries = true, -1, 1
-		c := redis.NewClient(opts)
-		lb.b.closers = append(lb.b.closers, c.Close)
-		clients[i] = c
+	clients := make([]redlock.Client, len(lb.b.redlock))
+	for i, n := range lb.b.redlock {
+		clients[i] = n.client
 	}
-	lb.logger.Info("lock service: redlock", "nodes", len(clients))
 	locks := redlock.New(clients, redlock.Options{TTL: lb.cfg.LockTTL, StopMargin: reservation.StopTime, Fencing: true})
 	lb.b.closers = append(lb.b.closers, locks.Close)
 	return lb.measured(reservation.LockRedlock, locking.Distributed(locks)), nil
@@ -218,13 +249,15 @@ func (lb *lockBackends) files(context.Context) (reservation.SeatLocker, error) {
 // zookeeper builds the zookeeper strategy on a session with the ensemble
 // of ZOOKEEPER_SERVERS.
 func (lb *lockBackends) zookeeper(ctx context.Context) (reservation.SeatLocker, error) {
-	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	servers := strings.Join(lb.cfg.ZooKeeperServers, ",")
+	dctx, cancel := context.WithTimeout(ctx, startupWait)
 	defer cancel()
-	zl, err := zklock.Dial(dctx, lb.cfg.ZooKeeperServers, lb.cfg.LockTTL, zklock.Options{}, zk.WithLogInfo(false))
+	zl, err := zklock.Dial(dctx, lb.cfg.ZooKeeperServers, lb.cfg.LockTTL, zklock.Options{},
+		zk.WithLogInfo(false), zk.WithLogger(zkLog{lb.logger}))
 	if err != nil {
-		return nil, fmt.Errorf("zookeeper: %w", err)
+		return nil, &unansweredError{backend: "zookeeper", where: servers, err: err}
 	}
 	lb.b.closers = append(lb.b.closers, zl.Close)
-	lb.logger.Info("lock service: zookeeper", "servers", strings.Join(lb.cfg.ZooKeeperServers, ","))
+	lb.logger.Info("lock service: zookeeper", "servers", servers)
 	return lb.measured(reservation.LockZooKeeper, locking.Distributed(zl)), nil
 }

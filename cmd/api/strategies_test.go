@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -19,49 +20,101 @@ import (
 	"github.com/seatlock/seatlock/reservation/memory"
 )
 
-// TestReadmeStrategyTable holds the README's table of lock strategies to
-// the catalogue: the same strategies in the same order, each with the
-// setting it needs and whether it is demo only.
-func TestReadmeStrategyTable(t *testing.T) {
+// readmeTable returns the rows of the README's table whose header line
+// starts with header, each row's cells trimmed of spaces and backquotes.
+func readmeTable(t *testing.T, header string) [][]string {
+	t.Helper()
 	f, err := os.Open("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	type row struct{ name, needs, demoOnly string }
-	var docs []row
+	var rows [][]string
 	in := false
 	for sc := bufio.NewScanner(f); sc.Scan(); {
 		line := sc.Text()
-		if strings.HasPrefix(line, "| `lock` | needs | demo only |") {
+		switch {
+		case strings.HasPrefix(line, header):
 			in = true
-			continue
+		case !in || strings.HasPrefix(line, "|---"):
+		case !strings.HasPrefix(line, "|"):
+			in = false
+		default:
+			cells := strings.Split(strings.Trim(line, "|"), "|")
+			for i, c := range cells {
+				cells[i] = strings.Trim(strings.TrimSpace(c), "`")
+			}
+			rows = append(rows, cells)
 		}
-		if !in || strings.HasPrefix(line, "|---") {
-			continue
-		}
-		if !strings.HasPrefix(line, "|") {
-			break
-		}
-		cells := strings.Split(line, "|")
-		if len(cells) < 5 {
-			t.Fatalf("README strategy row %q: want four cells", line)
-		}
-		docs = append(docs, row{strings.Trim(strings.TrimSpace(cells[1]), "`"), strings.TrimSpace(cells[2]), strings.TrimSpace(cells[3])})
 	}
-	var want []row
+	if len(rows) == 0 {
+		t.Fatalf("README has no table with the header %q", header)
+	}
+	return rows
+}
+
+// TestReadmeStrategyTable holds the README's table of lock strategies to
+// the catalogue: the same strategies in the same order, each with the
+// setting it needs, whether it is demo only, and how far its lock
+// reaches, in the catalogue's words.
+func TestReadmeStrategyTable(t *testing.T) {
+	var docs, want [][]string
+	for _, row := range readmeTable(t, "| `lock` | needs | demo only | one holder of a seat at a time |") {
+		docs = append(docs, row[:4])
+	}
 	for _, s := range catalogue() {
-		r := row{name: string(s.name), needs: "-", demoOnly: "no"}
+		needs, demoOnly := "-", "no"
 		if s.needs != "" {
-			r.needs = "`" + s.needs + "`"
+			needs = s.needs
 		}
-		if !s.safe {
-			r.demoOnly = "yes"
+		if !s.safe() {
+			demoOnly = "yes"
 		}
-		want = append(want, r)
+		want = append(want, []string{string(s.name), needs, demoOnly, s.reach})
 	}
-	if !slices.Equal(docs, want) {
-		t.Errorf("README strategy table:\n%v\nwant, from the catalogue:\n%v", docs, want)
+	if !slices.EqualFunc(docs, want, slices.Equal) {
+		t.Errorf("README strategy table:\n%q\nwant, from the catalogue:\n%q", docs, want)
+	}
+}
+
+// TestReadmeGuardTable holds the README's table of write guards to the
+// guards the server offers: the same guards, whether each is demo only,
+// and what it does when two bookings hold one seat, in the same words as
+// the server's refusals.
+func TestReadmeGuardTable(t *testing.T) {
+	var want [][]string
+	for _, g := range guards() {
+		demoOnly := "no"
+		if !g.safe {
+			demoOnly = "yes"
+		}
+		want = append(want, []string{string(g.name), demoOnly, g.twoHolders})
+	}
+	if docs := readmeTable(t, "| `guard` | demo only | when two bookings hold one seat at once |"); !slices.EqualFunc(docs, want, slices.Equal) {
+		t.Errorf("README guard table:\n%q\nwant, from guards():\n%q", docs, want)
+	}
+}
+
+// TestRefusalsSayWhatTheTablesSay: the refusal of an unsafe setting says
+// what the README's tables say it does, and never that the fenced write
+// double-books.
+func TestRefusalsSayWhatTheTablesSay(t *testing.T) {
+	fence, _ := find(guards(), string(reservation.GuardFence))
+	off, _ := find(guards(), string(reservation.GuardOff))
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"LOCK_STRATEGY": "none"}, "LOCK_STRATEGY=none needs DEMO_MODE=true: it lets two bookings hold one seat at once; under WRITE_GUARD=fence " + fence.twoHolders},
+		{map[string]string{"WRITE_GUARD": "off"}, "WRITE_GUARD=off needs DEMO_MODE=true: when two bookings hold one seat at once, " + off.twoHolders},
+	} {
+		_, err := parseConfig(nil, func(k string) string { return tc.env[k] }, io.Discard)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%v: %v, want %q", tc.env, err, tc.want)
+		}
+	}
+	if strings.Contains(fence.twoHolders, "double-booked") || !strings.Contains(off.twoHolders, "double-booked") {
+		t.Errorf("fence: %q, off: %q: only off double-books", fence.twoHolders, off.twoHolders)
 	}
 }
 
@@ -77,9 +130,9 @@ func TestCatalogueSafeIsTheServicesRule(t *testing.T) {
 			})
 			_, err := svc.CreateScreening(t.Context(), reservation.NewScreening{Movie: "M", Rows: 1, SeatsPerRow: 1, Lock: s.name})
 			switch {
-			case s.safe && err != nil:
+			case s.safe() && err != nil:
 				t.Errorf("safe in the catalogue, but refused outside demo mode: %v", err)
-			case !s.safe && !errors.Is(err, reservation.ErrInvalid):
+			case !s.safe() && !errors.Is(err, reservation.ErrInvalid):
 				t.Errorf("unsafe in the catalogue, but outside demo mode: %v, want ErrInvalid", err)
 			}
 		})

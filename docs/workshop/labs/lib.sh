@@ -4,14 +4,16 @@
 #   source docs/workshop/labs/lib.sh
 #
 # It sets, unless already set:
-#   LAB_DIR    a scratch directory: binaries, logs, pids, reports
+#   LAB_DIR    a scratch directory of this run: binaries, logs, pids, reports
+#   LAB_RUN    this run's name, in the names of its databases
 #   BIN        where lab_build puts api and loadgen ($LAB_DIR/bin)
 #   REDIS_URL  the Redis every instance shares (TEST_REDIS_URL, else local)
 #   PG_URL     the Postgres server lab_db creates databases on
 #              (DATABASE_URL, else TEST_DATABASE_URL, else local)
 # and defines:
 #   lab_build              build cmd/api and cmd/loadgen into $BIN
-#   lab_db                 create a fresh, empty database; print its URL
+#   lab_db                 create a fresh, empty database of this run
+#                          (seatlock_lab_<LAB_RUN>_<n>); print its URL
 #   lab_start NAME [VAR=value ...]
 #                          start $BIN/api with ADDR=127.0.0.1:0 and the given
 #                          settings, wait until it answers, print its URL
@@ -52,15 +54,22 @@
 #                          on exit, and refuse to run if the script's "# lab"
 #                          lines are not all in TEXT
 #
+# Nothing is shared by accident with another lab run, a cluster or the tests
+# on the same machine: each run has its own directory, databases and ports
+# (the API on 127.0.0.1:0, the other servers on free ports), and the
+# functions that take one say so on stderr. Only REDIS_URL is shared (the
+# live seat map's events are namespaced by database).
+#
 # Sourcing it changes no shell option: your interactive shell stays as it
 # was; only lab_script, which the lab scripts call, sets -eu.
 
 LAB_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 LAB_DIR=${LAB_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/seatlock-lab.XXXXXX")}
+LAB_RUN=${LAB_RUN:-$(printf '%s %s %s' "$LAB_DIR" "$$" "$(date +%s%N)" | sha256sum | cut -c1-10)}
 BIN=${BIN:-$LAB_DIR/bin}
 REDIS_URL=${REDIS_URL:-${TEST_REDIS_URL:-redis://127.0.0.1:6379/0}}
 PG_URL=${PG_URL:-${DATABASE_URL:-${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}}}
-export LAB_DIR BIN REDIS_URL PG_URL
+export LAB_DIR LAB_RUN BIN REDIS_URL PG_URL
 mkdir -p "$LAB_DIR"
 
 lab_build() {
@@ -92,11 +101,13 @@ lab_wait_settled() {
 }
 
 lab_db() {
-	local name url
-	name="seatlock_lab_$$_$RANDOM"
+	local name url n
+	n=$(($(cat "$LAB_DIR/databases" 2>/dev/null | wc -l) + 1))
+	name="seatlock_lab_${LAB_RUN}_$n"
 	psql "$PG_URL" -qc "create database $name" >/dev/null || return 1
 	echo "$name" >>"$LAB_DIR/databases"
 	url=$(sed -E "s#/[^/?]+(\?|$)#/$name\1#" <<<"$PG_URL")
+	echo "lab_db: database $name (dropped when the lab ends)" >&2
 	echo "$url"
 }
 
@@ -109,6 +120,7 @@ lab_start() {
 	for _ in $(seq 300); do
 		addr=$(grep -o 'listening on http://[0-9.:]*' "$log" | head -n 1 | sed 's/listening on //')
 		if [ -n "$addr" ] && curl -fsS "$addr/healthz" >/dev/null 2>&1; then
+			echo "lab_start: $name on $addr (log $log)" >&2
 			echo "$addr"
 			return 0
 		fi
@@ -143,7 +155,11 @@ lab_redis() {
 		pid=$!
 		echo "$pid redis-$port" >>"$LAB_DIR/pids"
 		for _ in $(seq 150); do
-			redis-cli -p "$port" ping >/dev/null 2>&1 && { echo "redis://127.0.0.1:$port/0"; return 0; }
+			redis-cli -p "$port" ping >/dev/null 2>&1 && {
+				echo "lab_redis: redis-server on 127.0.0.1:$port" >&2
+				echo "redis://127.0.0.1:$port/0"
+				return 0
+			}
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
 		done
@@ -233,7 +249,11 @@ lab_payments() {
 		pid=$!
 		echo "$pid payments-$port" >>"$LAB_DIR/pids"
 		for _ in $(seq 100); do
-			curl -fsS -o /dev/null "http://127.0.0.1:$port/v1/stats" 2>/dev/null && { echo "http://127.0.0.1:$port"; return 0; }
+			curl -fsS -o /dev/null "http://127.0.0.1:$port/v1/stats" 2>/dev/null && {
+				echo "lab_payments: payment provider on http://127.0.0.1:$port" >&2
+				echo "http://127.0.0.1:$port"
+				return 0
+			}
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
 		done
@@ -323,6 +343,7 @@ lab_script() {
 	cd "$LAB_REPO"
 	trap 'lab_cleanup; rm -rf "$LAB_DIR"' EXIT
 	lab_check_sync "$script" "$1"
+	echo "lab: run $LAB_RUN in $LAB_DIR (removed at the end)" >&2
 }
 
 # lab_check_sync fails when a line of the lab script that ends in "# lab" is
