@@ -188,7 +188,7 @@ func runOutage(t *testing.T, o outage) {
 	downAt := time.Now()
 	// A booking on the wire when the backend went down may have committed,
 	// so its client waits while the service looks for it, until the
-	// backend is back (reservation's settleFailedWrite). When one batch
+	// backend is back (reservation's Service.settle). When one batch
 	// carried every client's booking, no client was left to send one
 	// during the outage; clients that start with the outage send there
 	// anyway.

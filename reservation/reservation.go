@@ -178,10 +178,6 @@ func (s Screening) HasSeat(id string) bool {
 // Capacity returns the number of seats of the screening.
 func (s Screening) Capacity() int { return s.Rows * s.SeatsPerRow }
 
-// Unsafe reports whether the strategy or guard is one that is offered only in
-// demo mode because it is expected to double-book.
-func unsafeChoice(l Strategy, g Guard) bool { return l == LockNone || g == GuardOff }
-
 // validText checks that s has between 1 and max characters, all printable,
 // and not only spaces.
 func validText(s string, max int) error {

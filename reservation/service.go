@@ -137,8 +137,12 @@ func (s *Service) checkChoice(l Strategy, g Guard) error {
 	if l != LockNone && !s.offers(l) {
 		return invalidf("lock %q is not offered by this server; offered: %s", clip(string(l)), strings.Join(s.Strategies(), ", "))
 	}
-	if unsafeChoice(l, g) && !s.opts.Demo {
-		return invalidf("lock %q with guard %q can double-book and is allowed only in demo mode (DEMO_MODE=true)", l, g)
+	switch {
+	case s.opts.Demo:
+	case g == GuardOff:
+		return invalidf("guard %q is allowed only in demo mode (DEMO_MODE=true): when two bookings hold one seat at once, both writes land and the seat is double-booked", g)
+	case l == LockNone:
+		return invalidf("lock %q is allowed only in demo mode (DEMO_MODE=true): it lets two bookings hold one seat at once; under guard %q one of the two writes is refused and its charge refunded", l, g)
 	}
 	return nil
 }
