@@ -11,6 +11,7 @@ import (
 
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/internal/testenv"
+	"github.com/seatlock/seatlock/internal/wait"
 )
 
 // TestRedisWaitReplicas runs a private primary with one replica: with the
@@ -55,7 +56,7 @@ func TestRedisWaitReplicas(t *testing.T) {
 
 	t.Run("replica stopped: not granted, nothing left behind", func(t *testing.T) {
 		replica.Stop()
-		waitFor(t, 5*time.Second, "the primary sees no replica", func() bool {
+		wait.For(t, 5*time.Second, "the primary sees no replica", func() bool {
 			info, err := pc.Info(context.Background(), "replication").Result()
 			return err == nil && strings.Contains(info, "connected_slaves:0")
 		})
@@ -90,7 +91,7 @@ func TestRedisWaitReplicas(t *testing.T) {
 // waitReplication waits until the replica is in sync with the primary.
 func waitReplication(t *testing.T, primary, replica *redis.Client) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "the replica is in sync", func() bool {
+	wait.For(t, 10*time.Second, "the replica is in sync", func() bool {
 		p, err1 := primary.Info(context.Background(), "replication").Result()
 		r, err2 := replica.Info(context.Background(), "replication").Result()
 		return err1 == nil && err2 == nil && strings.Contains(p, "connected_slaves:1") &&
@@ -109,16 +110,6 @@ func waitReplication(t *testing.T, primary, replica *redis.Client) {
 	}
 	if n, err := conn.Wait(ctx, 1, 5*time.Second).Result(); err != nil || n != 1 {
 		t.Fatalf("WAIT for the replica's first acknowledgement: %d, %v", n, err)
-	}
-}
-
-// waitFor polls cond every 20ms until it holds, and fails t after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", timeout, what)
-		}
 	}
 }
 
