@@ -60,7 +60,7 @@ func TestRedisWaitReplicas(t *testing.T) {
 			info, err := pc.Info(context.Background(), "replication").Result()
 			return err == nil && strings.Contains(info, "connected_slaves:0")
 		})
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
 		for _, try := range []struct {
 			name   string
@@ -76,10 +76,13 @@ func TestRedisWaitReplicas(t *testing.T) {
 			if !errors.Is(err, distlock.ErrNotReplicated) || errors.Is(err, distlock.ErrNotAcquired) {
 				t.Errorf("%s with no replica: %v, want ErrNotReplicated and not ErrNotAcquired", try.name, err)
 			}
-			// WAIT waits out its timeout when too few replicas answer;
-			// the bound above it is loose, as the machine is shared.
-			if took < waitTimeout || took > waitTimeout+2*time.Second {
-				t.Errorf("%s took %v, want from WaitTimeout %v to 2s more", try.name, took, waitTimeout)
+			// WAIT waits out its timeout when too few replicas answer, and
+			// the failure is final: no retry until the context ends.
+			if took < waitTimeout {
+				t.Errorf("%s took %v, want at least WaitTimeout %v", try.name, took, waitTimeout)
+			}
+			if ctx.Err() != nil {
+				t.Errorf("%s with no replica waited out its context", try.name)
 			}
 			if n, err := pc.Exists(t.Context(), lockKey).Result(); err != nil || n != 0 {
 				t.Errorf("after the failed %s, EXISTS %s on the primary = %d, %v; want 0", try.name, lockKey, n, err)
