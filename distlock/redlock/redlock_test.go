@@ -121,7 +121,7 @@ func TestMinorityDown(t *testing.T) {
 								lastTok.Store(tok)
 							}
 							c := counter.Load()
-							time.Sleep(time.Millisecond)
+							time.Sleep(time.Millisecond) // a section long enough for an overlap to be seen
 							counter.Store(c + 1)
 							inside.Add(-1)
 							if err := lock.Release(ctx); err != nil {
@@ -158,7 +158,8 @@ func TestMinorityDown(t *testing.T) {
 				t.Errorf("no lock taken after %d of %d nodes stopped", tc.stop, tc.nodes)
 			}
 
-			// The lock held across the stop was renewed on the remaining quorum.
+			// The lock held across the stop was renewed on the remaining
+			// quorum: the time under test is longer than its lease.
 			time.Sleep(testTTL * 3 / 2)
 			if err := long.Err(); err != nil {
 				t.Errorf("lock held across the stop: Err = %v, want nil", err)
@@ -462,11 +463,15 @@ func TestNodeAllOrNothing(t *testing.T) {
 // TestTopUp checks that a lock won on a bare quorum is taken on the node
 // that refused it as soon as that node's key is gone, before Obtain
 // returns, so that the lock survives one more node failure: node 2 holds
-// the key for another owner for 50ms (less than NodeTimeout), as the
-// previous holder or a rival of a split vote would for a moment.
+// the key for another owner for 50ms, as the previous holder or a rival
+// of a split vote would for a moment. Obtain tries again for as long as
+// one NodeTimeout, here a second, so that a busy machine still gets to
+// try after those 50ms.
 func TestTopUp(t *testing.T) {
 	servers := startServers(t, 3)
-	locker := newLocker(t, servers, testOptions())
+	opts := testOptions()
+	opts.TTL, opts.NodeTimeout = 5*time.Second, time.Second
+	locker := newLocker(t, servers, opts)
 	key := "{topup}:" + uuid.NewString()
 	lockKey := locker.LockKeyForTest(key)
 	node0, node2 := servers[0].client(t), servers[2].client(t)

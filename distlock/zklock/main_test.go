@@ -79,15 +79,21 @@ func connect(t testing.TB) *zk.Conn {
 // cutter is a zk.Dialer whose connections the test can cut at once, as a
 // crash or a network partition would, and keep cut: no close request
 // reaches the server, which keeps the session until it expires.
+//
+// While cut, the client dials once per round of its servers (one server
+// here), a second apart, and fails the calls that waited on that round:
+// Dials counts the rounds.
 type cutter struct {
-	mu    sync.Mutex
+	mu    sync.Mutex // protects the fields below: the client dials from a goroutine of its own
 	cut   bool
 	conns []net.Conn
+	dials int
 }
 
 func (c *cutter) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.dials++
 	if c.cut {
 		return nil, fmt.Errorf("cutter: %s is cut off", addr)
 	}
@@ -107,6 +113,13 @@ func (c *cutter) Cut() {
 		_ = conn.Close()
 	}
 	c.conns = nil
+}
+
+// Dials returns how many times the client dialled.
+func (c *cutter) Dials() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dials
 }
 
 // Heal lets the client connect again.
