@@ -34,7 +34,7 @@ func fastClockLibrary(t *testing.T) string {
 	t.Helper()
 	cc, err := exec.LookPath("cc")
 	if err != nil {
-		unavailable(t, "no C compiler to build the fast clock (apt-get install gcc)")
+		unavailable(t, "a C compiler", "gcc", "no C compiler to build the fast clock (apt-get install gcc)")
 	}
 	lib := filepath.Join(t.TempDir(), "fastclock.so")
 	out, err := exec.Command(cc, "-shared", "-fPIC", "-O2", "-o", lib, filepath.Join("testdata", "fastclock.c")).CombinedOutput()

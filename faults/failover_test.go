@@ -24,7 +24,7 @@ import (
 func startDaemon(t *testing.T, prog string, args ...string) int {
 	t.Helper()
 	if _, err := exec.LookPath(prog); err != nil {
-		unavailable(t, prog+" is not installed (apt-get install redis-server redis-sentinel)")
+		unavailable(t, prog, "redis-server redis-sentinel", prog+" is not installed (apt-get install redis-server redis-sentinel)")
 	}
 	port := freePort(t)
 	cmd := exec.Command(prog, append(args, "--port", strconv.Itoa(port), "--bind", "127.0.0.1")...)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seatlock/seatlock/distlock/zklock"
 	"github.com/seatlock/seatlock/distlock/zklock/zktest"
+	"github.com/seatlock/seatlock/internal/testenv"
 )
 
 // One ZooKeeper server for the whole test binary: a JVM is slow to start.
@@ -23,9 +24,11 @@ var (
 	serverErr error
 )
 
+// TestMain starts the server, runs the tests, and says at the end when
+// some were skipped for want of ZooKeeper, and how to run them.
 func TestMain(m *testing.M) {
 	server, serverErr = zktest.Start()
-	code := m.Run()
+	code := testenv.Run(m)
 	if server != nil {
 		server.Stop()
 	}
