@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -73,17 +74,14 @@ func waitAdvisoryLocks(t *testing.T, url string, n int) {
 		t.Fatal(err)
 	}
 	defer conn.Close(t.Context())
-	var got int
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	wait.For(t, 10*time.Second, fmt.Sprintf("%d advisory locks granted", n), func() bool {
+		var got int
 		err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_locks
 WHERE locktype = 'advisory' AND granted
   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&got)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got >= n {
-			return
-		}
-	}
-	t.Fatalf("%d advisory locks granted, want %d", got, n)
+		return got >= n
+	})
 }

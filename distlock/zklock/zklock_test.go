@@ -3,6 +3,7 @@ package zklock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -85,17 +86,10 @@ func bySequence(a, b string) int {
 // waitChildren waits until dir has n children.
 func waitChildren(t *testing.T, conn *zk.Conn, dir string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.For(t, 10*time.Second, fmt.Sprintf("%s has %d children", dir, n), func() bool {
 		children, _, err := conn.Children(dir)
-		if err == nil && len(children) == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s has %d children (%v), want %d", dir, len(children), err, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil && len(children) == n
+	})
 }
 
 // Waiters get the key in the order they arrived: the queue is the order of
