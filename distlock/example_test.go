@@ -34,7 +34,8 @@ func Example() {
 	defer client.Close()
 	locker := distlock.NewRedis(client, distlock.RedisOptions{})
 	defer locker.Close()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
 	// Two seats of one screening, all or nothing. The hash tag keeps
 	// them in one Redis Cluster slot.
@@ -68,7 +69,8 @@ func ExampleRedis_TryObtain() {
 	defer client.Close()
 	locker := distlock.NewRedis(client, distlock.RedisOptions{})
 	defer locker.Close()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
 	lock, _ := locker.Obtain(ctx, "{screening-42}:C7")
 	defer lock.Release(ctx)
@@ -97,23 +99,27 @@ func ExampleRedis_Obtain_wait() {
 	// wake the waiter in time.
 	locker := distlock.NewRedis(client, distlock.RedisOptions{MinBackoff: time.Minute, MaxBackoff: time.Minute})
 	defer locker.Close()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
 	holder, _ := locker.Obtain(ctx, "{screening-42}:C7")
 	got := make(chan distlock.Lock)
 	go func() {
 		// Waits as long as its context allows: here, 10 seconds.
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
 		lock, err := locker.Obtain(ctx, "{screening-42}:C7")
 		if err != nil {
 			fmt.Println("waiter:", err)
 		}
 		got <- lock
 	}()
-	time.Sleep(100 * time.Millisecond) // let the waiter start waiting
+	// Most likely the waiter is waiting by now; the output is the same
+	// if it is not, and it then takes C7 at its first attempt.
+	time.Sleep(100 * time.Millisecond)
 	_ = holder.Release(ctx)
 	lock := <-got
+	if lock == nil {
+		return
+	}
 	fmt.Println("waiter holds C7 with token", lock.Token("{screening-42}:C7"))
 	_ = lock.Release(ctx)
 	// Output:
@@ -126,7 +132,8 @@ func ExampleLock_Err() {
 	defer client.Close()
 	locker := distlock.NewRedis(client, distlock.RedisOptions{})
 	defer locker.Close()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
 	lock, _ := locker.Obtain(ctx, "{screening-42}:C7")
 	fmt.Println("held:", lock.Err())
@@ -164,15 +171,18 @@ func ExampleRedis_Obtain_watchdog() {
 	defer client.Close()
 	observed := new(renewalCount)
 	locker := distlock.NewRedis(client, distlock.RedisOptions{
-		TTL:        300 * time.Millisecond,
-		RenewEvery: 50 * time.Millisecond,
+		TTL:        time.Second,
+		RenewEvery: 100 * time.Millisecond,
 		Observer:   observed,
 	})
 	defer locker.Close()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
 	lock, _ := locker.Obtain(ctx, "{screening-42}:C7")
-	time.Sleep(600 * time.Millisecond) // a payment twice as long as the lease
+	// A payment twice as long as the lease. The lease is long enough
+	// that a loaded machine, late with a renewal, still renews in time.
+	time.Sleep(2 * time.Second)
 	fmt.Println("still held:", lock.Err())
 	fmt.Println("renewed:", observed.n.Load() > 0)
 	fmt.Println("release:", lock.Release(ctx))
@@ -192,7 +202,8 @@ func ExampleLock_Token() {
 	defer client.Close()
 	locker := distlock.NewRedis(client, distlock.RedisOptions{TTL: time.Second, RenewEvery: -1})
 	defer locker.Close()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	const seat = "{screening-42}:C7"
 
 	// seats is the storage: for each seat, its holder and the highest

@@ -1,5 +1,7 @@
 package distlock
 
+import "time"
+
 // Hooks for the external tests of this package; they exist only in test
 // builds.
 
@@ -22,3 +24,13 @@ func AcquireScriptHashForTest() string { return acquireScript.Hash() }
 // RefreshScriptHashForTest returns the SHA1 with which refresh.lua (in
 // internal/luascript) runs.
 func RefreshScriptHashForTest() string { return refreshScript.Hash() }
+
+// DeadlineForTest returns when lock, a lock of a Redis locker, is declared
+// lost unless a renewal comes first: the end of its lease less the drift
+// allowance and StopMargin.
+func DeadlineForTest(lock Lock) time.Time {
+	l := lock.(*redisLock)
+	l.r.watchdog.mu.Lock()
+	defer l.r.watchdog.mu.Unlock()
+	return l.deadline
+}

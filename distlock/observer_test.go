@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/internal/wait"
 )
 
 // renewals is a RenewalObserver that records what it is told.
@@ -41,21 +42,16 @@ func (r *renewals) counts() (ok, failed, lost int) {
 }
 
 func TestRedisObserverSeesRenewals(t *testing.T) {
-	const ttl, every = 600 * time.Millisecond, 50 * time.Millisecond
+	// A lease of forty renewal periods: a busy machine's late renewals
+	// still keep the lock.
+	const ttl, every = 2 * time.Second, 50 * time.Millisecond
 	obs := &renewals{}
 	r := newRedis(t, newClient(t), distlock.RedisOptions{TTL: ttl, RenewEvery: every, Prefix: testPrefix(t), Observer: obs})
 	lock, err := r.Obtain(t.Context(), "{s}:A1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Several renewal periods: whatever the machine's load, some ran.
-	deadline := time.Now().Add(10 * ttl)
-	for ok, _, _ := obs.counts(); ok < 3; ok, _, _ = obs.counts() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d renewals observed in %v with RenewEvery %v, want at least 3", ok, 10*ttl, every)
-		}
-		time.Sleep(every)
-	}
+	wait.For(t, 10*time.Second, "3 renewals observed", func() bool { ok, _, _ := obs.counts(); return ok >= 3 })
 	if err := lock.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -78,13 +74,10 @@ func TestRedisObserverSeesFailedRenewals(t *testing.T) {
 	t.Cleanup(func() { _ = lock.Release(context.Background()) })
 
 	hook.on.Store(true)
-	deadline := time.Now().Add(5 * ttl)
-	for _, failed, _ := obs.counts(); failed == 0; _, failed, _ = obs.counts() {
-		if time.Now().After(deadline) {
-			t.Fatal("no failed renewal observed while every renewal failed")
-		}
-		time.Sleep(every)
-	}
+	wait.For(t, 10*time.Second, "a failed renewal observed while every renewal fails", func() bool {
+		_, failed, _ := obs.counts()
+		return failed > 0
+	})
 	hook.on.Store(false)
 	obs.mu.Lock()
 	first := obs.failed[0]
@@ -110,20 +103,12 @@ func TestRedisObserverSeesLostKey(t *testing.T) {
 	if err := c.Del(t.Context(), r.LockKeyForTest("{s}:A3")).Err(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-lock.Lost():
-	case <-time.After(5 * ttl):
-		t.Fatal("not lost 5 TTLs after its key was deleted")
-	}
+	wait.Recv(t, lock.Lost(), 10*time.Second, "the lock is lost once its key was deleted")
 	// Lost is reported once, and no more renewals of the lost lock are.
-	// The report comes right after Lost is closed, from the same goroutine:
-	// wait for it briefly.
-	deadline := time.Now().Add(ttl)
-	for _, _, lost := obs.counts(); lost == 0 && time.Now().Before(deadline); _, _, lost = obs.counts() {
-		time.Sleep(every / 5)
-	}
+	// The report comes right after Lost is closed, from the same goroutine.
+	wait.For(t, 10*time.Second, "the loss reported to the observer", func() bool { _, _, lost := obs.counts(); return lost > 0 })
 	okBefore, _, _ := obs.counts()
-	time.Sleep(4 * every)
+	time.Sleep(4 * every) // the time under test: renewals would be due in it
 	ok, failed, lost := obs.counts()
 	if lost != 1 {
 		t.Fatalf("Lost observed %d times, want 1", lost)
@@ -144,20 +129,9 @@ func TestRedisObserverSeesExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = lock.Release(context.Background()) })
-	select {
-	case <-lock.Lost():
-	case <-time.After(20 * ttl):
-		t.Fatal("not lost 20 TTLs after it was obtained without renewals")
-	}
-	deadline := time.Now().Add(5 * ttl)
-	for {
-		ok, failed, lost := obs.counts()
-		if lost == 1 && ok == 0 && failed == 0 {
-			return
-		}
-		if lost > 1 || time.Now().After(deadline) {
-			t.Fatalf("observed %d renewals, %d failed, %d losses; want just 1 loss", ok, failed, lost)
-		}
-		time.Sleep(ttl / 10)
+	wait.Recv(t, lock.Lost(), 10*time.Second, "the lock is lost once its lease ran out without renewals")
+	wait.For(t, 10*time.Second, "the loss reported to the observer", func() bool { _, _, lost := obs.counts(); return lost > 0 })
+	if ok, failed, lost := obs.counts(); lost != 1 || ok != 0 || failed != 0 {
+		t.Fatalf("observed %d renewals, %d failed, %d losses; want just 1 loss", ok, failed, lost)
 	}
 }

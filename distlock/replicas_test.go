@@ -11,6 +11,7 @@ import (
 
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/internal/testenv"
+	"github.com/seatlock/seatlock/internal/wait"
 )
 
 // TestRedisWaitReplicas runs a private primary with one replica: with the
@@ -55,11 +56,11 @@ func TestRedisWaitReplicas(t *testing.T) {
 
 	t.Run("replica stopped: not granted, nothing left behind", func(t *testing.T) {
 		replica.Stop()
-		waitFor(t, 5*time.Second, "the primary sees no replica", func() bool {
+		wait.For(t, 5*time.Second, "the primary sees no replica", func() bool {
 			info, err := pc.Info(context.Background(), "replication").Result()
 			return err == nil && strings.Contains(info, "connected_slaves:0")
 		})
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
 		for _, try := range []struct {
 			name   string
@@ -75,10 +76,13 @@ func TestRedisWaitReplicas(t *testing.T) {
 			if !errors.Is(err, distlock.ErrNotReplicated) || errors.Is(err, distlock.ErrNotAcquired) {
 				t.Errorf("%s with no replica: %v, want ErrNotReplicated and not ErrNotAcquired", try.name, err)
 			}
-			// WAIT waits out its timeout when too few replicas answer;
-			// the bound above it is loose, as the machine is shared.
-			if took < waitTimeout || took > waitTimeout+2*time.Second {
-				t.Errorf("%s took %v, want from WaitTimeout %v to 2s more", try.name, took, waitTimeout)
+			// WAIT waits out its timeout when too few replicas answer, and
+			// the failure is final: no retry until the context ends.
+			if took < waitTimeout {
+				t.Errorf("%s took %v, want at least WaitTimeout %v", try.name, took, waitTimeout)
+			}
+			if ctx.Err() != nil {
+				t.Errorf("%s with no replica waited out its context", try.name)
 			}
 			if n, err := pc.Exists(t.Context(), lockKey).Result(); err != nil || n != 0 {
 				t.Errorf("after the failed %s, EXISTS %s on the primary = %d, %v; want 0", try.name, lockKey, n, err)
@@ -90,7 +94,7 @@ func TestRedisWaitReplicas(t *testing.T) {
 // waitReplication waits until the replica is in sync with the primary.
 func waitReplication(t *testing.T, primary, replica *redis.Client) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "the replica is in sync", func() bool {
+	wait.For(t, 10*time.Second, "the replica is in sync", func() bool {
 		p, err1 := primary.Info(context.Background(), "replication").Result()
 		r, err2 := replica.Info(context.Background(), "replication").Result()
 		return err1 == nil && err2 == nil && strings.Contains(p, "connected_slaves:1") &&
@@ -109,16 +113,6 @@ func waitReplication(t *testing.T, primary, replica *redis.Client) {
 	}
 	if n, err := conn.Wait(ctx, 1, 5*time.Second).Result(); err != nil || n != 1 {
 		t.Fatalf("WAIT for the replica's first acknowledgement: %d, %v", n, err)
-	}
-}
-
-// waitFor polls cond every 20ms until it holds, and fails t after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", timeout, what)
-		}
 	}
 }
 

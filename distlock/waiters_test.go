@@ -11,6 +11,7 @@ import (
 
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/internal/testenv"
+	"github.com/seatlock/seatlock/internal/wait"
 )
 
 // A release is published only when somebody failed to take the key while
@@ -191,7 +192,7 @@ func TestRedisWakeUpSurvivesReleaseBeforeSubscribe(t *testing.T) {
 				// The waiter looks again once subscribed, fails, and marks
 				// the new holder's key; only that holder's release can
 				// wake it now.
-				waitFor(t, 10*time.Second, "the waiter's second attempt", func() bool { return hook.attempts.Load() >= 2 })
+				wait.For(t, 10*time.Second, "the waiter's second attempt", func() bool { return hook.attempts.Load() >= 2 })
 				select {
 				case err := <-got:
 					t.Fatalf("the waiter returned while the key was held: %v", err)

@@ -24,7 +24,8 @@ func TestRedisWatchdogRenewsManyLocks(t *testing.T) {
 		}
 		held[i] = l
 	}
-	// Several leases long: every lock needs several renewals to survive.
+	// The time under test, several leases long: every lock needs several
+	// renewals to survive it.
 	time.Sleep(3 * ttl)
 	for i, l := range held {
 		if err := l.Err(); err != nil {
@@ -66,6 +67,8 @@ func TestRedisLeavesNoGoroutine(t *testing.T) {
 	if err == nil {
 		t.Fatal("Obtain of a held key succeeded")
 	}
+	// Renewals run meanwhile, so that some are likely in flight at the
+	// Release and Close below; the test holds whether they are or not.
 	time.Sleep(3 * every)
 	for _, l := range held[:10] {
 		_ = l.Release(ctx) // this test is about goroutines, not leases

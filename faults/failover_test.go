@@ -24,7 +24,7 @@ import (
 func startDaemon(t *testing.T, prog string, args ...string) int {
 	t.Helper()
 	if _, err := exec.LookPath(prog); err != nil {
-		unavailable(t, prog+" is not installed (apt-get install redis-server redis-sentinel)")
+		unavailable(t, prog, "redis-server redis-sentinel", prog+" is not installed (apt-get install redis-server redis-sentinel)")
 	}
 	port := freePort(t)
 	cmd := exec.Command(prog, append(args, "--port", strconv.Itoa(port), "--bind", "127.0.0.1")...)
@@ -159,7 +159,7 @@ sentinel parallel-syncs seatlock 1
 			l.finish()
 		}
 	}()
-	time.Sleep(1500 * time.Millisecond)
+	confirmedAfter(t, loads, time.Time{}, steadyBookings, "each instance confirms bookings before the fault")
 
 	addToxic("replication lag", fmt.Sprintf(`{"name":"lag","type":"latency","stream":"downstream","toxicity":1,"attributes":{"latency":%d}}`,
 		replicationLag.Milliseconds())).apply(t, link)
@@ -179,7 +179,7 @@ sentinel parallel-syncs seatlock 1
 	// the new one: with REDIS_WAIT_REPLICAS=1 nothing is granted until then.
 	primary.start(t)
 	recovered := recoveredAfter(t, loads, promotedAt, "the promotion")
-	time.Sleep(time.Second)
+	confirmedAfter(t, loads, recovered, steadyBookings, "each instance confirms bookings after the recovery")
 	answers := finishAll(loads)
 	a, b := receive(t, first, 30*time.Second), receive(t, second, 30*time.Second)
 	statuses := checkStatuses(t, append(answers, a, b))

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/seatlock/seatlock/internal/testenv"
+	"github.com/seatlock/seatlock/internal/wait"
 )
 
 // binaries are the programs TestMain builds once for the whole test
@@ -140,14 +141,10 @@ func (i *instance) kill(t *testing.T) {
 	}
 }
 
-// waitFor polls cond every 20ms until it holds, and fails t after timeout.
+// waitFor is wait.For, by the name the fault tests call it.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", timeout, what)
-		}
-	}
+	wait.For(t, timeout, what, cond)
 }
 
 // getStatus returns the status of a GET, or 0 when nothing answered.

@@ -208,20 +208,20 @@ func runNetwork(t *testing.T, lock string, link netLink, fault netFault, prov pr
 		}
 	}()
 
-	time.Sleep(time.Second)
+	confirmedAfter(t, loads, time.Time{}, steadyBookings, "each instance confirms bookings before the fault")
 	faultAt := time.Now()
 	var heals []func()
 	for _, p := range proxies {
 		heals = append(heals, fault.apply(t, p))
 	}
-	time.Sleep(cmp.Or(fault.span, 2*time.Second))
+	time.Sleep(cmp.Or(fault.span, 2*time.Second)) // the fault under test, for its span
 	for _, heal := range heals {
 		heal()
 	}
 	healAt := time.Now()
 
 	recovered := recoveredAfter(t, loads[:1], healAt, "the fault healed")
-	time.Sleep(500 * time.Millisecond)
+	confirmedAfter(t, loads[:1], recovered, steadyBookings/2, "A confirms bookings after the recovery")
 	perInstance := [2][]answer{loads[0].finish(), loads[1].finish()}
 	answers := append(append([]answer(nil), perInstance[0]...), perInstance[1]...)
 	checkStatuses(t, answers)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,13 +136,13 @@ func runRestart(t *testing.T, lock string, fault restartFault, prov provider) {
 			l.finish()
 		}
 	}()
-	time.Sleep(1500 * time.Millisecond)
+	confirmedAfter(t, loads, time.Time{}, steadyBookings, "each instance confirms bookings before the fault")
 	downAt := time.Now()
 	fault.restart(t, s)
 	upAt := time.Now()
 
 	recovered := recoveredAfter(t, loads, upAt, "the restart")
-	time.Sleep(time.Second)
+	confirmedAfter(t, loads, recovered, steadyBookings, "each instance confirms bookings after the recovery")
 	answers := finishAll(loads)
 	statuses := checkStatuses(t, answers)
 	window := sentIn(answers, downAt, recovered)
@@ -213,23 +212,39 @@ func mergeSeatMaps(t *testing.T, apis []*instance, screeningID string) map[strin
 // confirmed, and returns when the last of those first confirmations came.
 func recoveredAfter(t *testing.T, loads []*load, since time.Time, what string) time.Time {
 	t.Helper()
-	var recovered time.Time
-	waitFor(t, 30*time.Second, "each instance confirms a booking sent after "+what, func() bool {
-		latest := time.Time{}
+	return confirmedAfter(t, loads, since, 1, "each instance confirms a booking sent after "+what)
+}
+
+// confirmedAfter waits until every load has n bookings confirmed that were
+// sent after since, and returns when the last of those was answered. A
+// test that wants load running before or after a fault waits for it so,
+// rather than for a time that a busy machine fills with fewer bookings.
+func confirmedAfter(t *testing.T, loads []*load, since time.Time, n int, what string) time.Time {
+	t.Helper()
+	var latest time.Time
+	waitFor(t, 30*time.Second, what, func() bool {
+		latest = time.Time{}
 		for _, l := range loads {
-			after := sentIn(l.snapshot(), since, time.Now())
-			i := slices.IndexFunc(after, func(a answer) bool { return a.status == http.StatusCreated })
-			if i < 0 {
+			confirmed := 0
+			for _, a := range sentIn(l.snapshot(), since, time.Now()) {
+				if a.status != http.StatusCreated {
+					continue
+				}
+				confirmed++
+				if a.done.After(latest) {
+					latest = a.done
+				}
+				if confirmed == n {
+					break
+				}
+			}
+			if confirmed < n {
 				return false
 			}
-			if after[i].done.After(latest) {
-				latest = after[i].done
-			}
 		}
-		recovered = latest
 		return true
 	})
-	return recovered
+	return latest
 }
 
 // finishAll stops the loads and returns all their answers.

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/distlock/zklock/zktest"
+	"github.com/seatlock/seatlock/internal/testenv"
 )
 
 // redisServer is a private redis-server on a port of its own, a child
@@ -36,7 +37,7 @@ type redisServer struct {
 func startRedis(t *testing.T, env ...string) *redisServer {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		unavailable(t, "redis-server is not installed (apt-get install redis-server)")
+		unavailable(t, "redis-server", "redis-server", "redis-server is not installed (apt-get install redis-server)")
 	}
 	r := &redisServer{port: freePort(t), dir: t.TempDir(), env: env}
 	r.url = fmt.Sprintf("redis://127.0.0.1:%d/0", r.port)
@@ -145,7 +146,7 @@ func startPostgres(t *testing.T) *pgCluster {
 	t.Helper()
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
 	if len(bins) == 0 {
-		unavailable(t, "no /usr/lib/postgresql/*/bin/initdb (apt-get install postgresql)")
+		unavailable(t, "initdb", "postgresql", "no /usr/lib/postgresql/*/bin/initdb (apt-get install postgresql)")
 	}
 	c := &pgCluster{bin: filepath.Dir(bins[len(bins)-1]), port: freePort(t)}
 	dir, err := os.MkdirTemp("", "seatlock-faults-pg-")
@@ -201,11 +202,9 @@ func (c *pgCluster) stop(t *testing.T) {
 	c.run(t, "pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
 }
 
-// unavailable skips t, or fails it under REQUIRE_INTEGRATION=1.
-func unavailable(t *testing.T, why string) {
+// unavailable skips t for want of what, which Debian's packages pkgs
+// install, saying why; or fails t under REQUIRE_INTEGRATION=1.
+func unavailable(t *testing.T, what, pkgs, why string) {
 	t.Helper()
-	if os.Getenv("REQUIRE_INTEGRATION") == "1" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
+	testenv.Unavailable(t, testenv.Need{What: what, Install: "apt-get install -y " + pkgs}, why)
 }

@@ -2,8 +2,11 @@ package keyedlock
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/seatlock/seatlock/internal/wait"
 )
 
 // These tests drive, deterministically, the moments where Unlock hands a
@@ -32,9 +35,7 @@ func lockBehind(t *testing.T, m *Mutex, key string, n int) <-chan error {
 	t.Helper()
 	result := make(chan error, 1)
 	go func() { result <- m.Lock(context.Background(), key) }()
-	for m.Waiting(key) != n {
-		time.Sleep(time.Millisecond)
-	}
+	wait.For(t, 10*time.Second, fmt.Sprintf("a goroutine queued as waiter %d of %q", n, key), func() bool { return m.Waiting(key) == n })
 	return result
 }
 

@@ -3,6 +3,7 @@ package keyedlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seatlock/seatlock/internal/wait"
 	"github.com/seatlock/seatlock/keyedlock"
 )
 
@@ -36,13 +38,7 @@ func (noLock) Unlock(string)                      {}
 // waitQueued waits until n goroutines wait for key on m.
 func waitQueued(t *testing.T, m *keyedlock.Mutex, key string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(deadlockTimeout)
-	for m.Waiting(key) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines wait for %q, want %d", m.Waiting(key), key, n)
-		}
-		runtime.Gosched()
-	}
+	wait.For(t, deadlockTimeout, fmt.Sprintf("%d goroutines wait for %q", n, key), func() bool { return m.Waiting(key) == n })
 }
 
 // receive returns the next value from ch, failing the test if none comes
@@ -468,12 +464,13 @@ func TestNoStarvation(t *testing.T) {
 	defer close(stop)
 
 	for range rounds {
-		for sections.Load() < 100 { // let the two get into their stride
-			runtime.Gosched()
-		}
+		wait.For(t, deadlockTimeout, "the two others in their stride, 100 sections", func() bool { return sections.Load() >= 100 })
 		before := sections.Load()
-		if err := m.Lock(ctx, "C7"); err != nil {
-			t.Fatal(err)
+		lockCtx, cancel := context.WithTimeout(ctx, deadlockTimeout)
+		err := m.Lock(lockCtx, "C7")
+		cancel()
+		if err != nil {
+			t.Fatalf("the waiter's Lock: %v", err)
 		}
 		waited := sections.Load() - before
 		m.Unlock("C7")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seatlock/seatlock/distlock/pglock"
 	"github.com/seatlock/seatlock/internal/testenv"
+	"github.com/seatlock/seatlock/internal/wait"
 	"github.com/seatlock/seatlock/locking"
 	"github.com/seatlock/seatlock/reservation"
 	"github.com/seatlock/seatlock/reservation/postgres"
@@ -93,8 +94,8 @@ func TestPostgresLockSessionKilledWritesNothing(t *testing.T) {
 	}()
 	// Kill whichever session holds an advisory lock in this database:
 	// only the booking's lock does.
-	killed := 0
-	for i := 0; killed == 0 && i < 1000 && ctx.Err() == nil; i++ {
+	wait.For(t, 10*time.Second, "a session holds the seat's lock, and is killed", func() bool {
+		killed := 0
 		err := conn.QueryRow(ctx, `
 			SELECT count(pg_terminate_backend(pid)) FROM (
 				SELECT DISTINCT pid FROM pg_locks
@@ -103,16 +104,13 @@ func TestPostgresLockSessionKilledWritesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if killed == 0 {
-		t.Fatal("no session ever held the seat's lock")
-	}
+		return killed > 0
+	})
 	// The kill lands during the payment, as a rule: lock_lost. It may land
 	// while Obtain still reads the seat's fence on that session: then the
 	// lock was never had, and the answer is unavailable. Both are answers
 	// that say nothing was booked.
-	err = <-done
+	err = wait.Recv(t, done, 30*time.Second, "the answer of the booking whose lock session was killed")
 	if !errors.Is(err, reservation.ErrLockLost) && !errors.Is(err, reservation.ErrUnavailable) {
 		t.Errorf("Book whose lock session was killed: %v, want ErrLockLost (or ErrUnavailable)", err)
 	}

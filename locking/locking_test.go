@@ -69,7 +69,7 @@ func exclusion(t *testing.T, lockers []reservation.SeatLocker, goroutines, round
 				if inside.Add(1) != 1 {
 					atomic.AddInt64(&overlaps, 1)
 				}
-				time.Sleep(100 * time.Microsecond)
+				time.Sleep(100 * time.Microsecond) // a section long enough for an overlap to be seen
 				inside.Add(-1)
 				if err := lease.Release(context.Background()); err != nil {
 					t.Errorf("Release: %v", err)

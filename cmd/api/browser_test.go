@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/seatlock/seatlock/internal/testenv"
 )
 
 // browser returns a chromedp context on a fresh headless chromium, or
@@ -25,7 +27,7 @@ func browser(t *testing.T) context.Context {
 		if os.Getenv("REQUIRE_INTEGRATION") == "1" && os.Getenv("REQUIRE_BROWSER") == "1" {
 			t.Fatal(msg)
 		}
-		t.Skip(msg)
+		testenv.Skip(t, testenv.Need{What: "chromium", Install: "apt-get install -y chromium"}, msg)
 	}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(path),

@@ -296,7 +296,7 @@ func TestHoldEventsAcrossInstances(t *testing.T) {
 	stream := openEvents(t, b.url, s.ID)
 	h := mustHold(t, a.url, s.ID, "ann", "B3")
 	stream.await(t, "event: held", 5*time.Second)
-	data := stream.await(t, "data: ", time.Second)
+	data := stream.await(t, "data: ", 10*time.Second)
 	want := `"expires_at":"` + h.ExpiresAt.UTC().Format(time.RFC3339Nano) + `"`
 	if !strings.Contains(data, `"hold_id":"`+h.ID+`"`) || !strings.Contains(data, want) || !strings.Contains(data, `"B3"`) || strings.Contains(data, "booking_id") {
 		t.Errorf("B's held event %s, want hold %s of B3 with %s", data, h.ID, want)
@@ -306,7 +306,7 @@ func TestHoldEventsAcrossInstances(t *testing.T) {
 		t.Fatalf("release on B: %d %s", r.status, r.body)
 	}
 	back.await(t, "event: released", 5*time.Second)
-	if data := back.await(t, "data: ", time.Second); !strings.Contains(data, h.ID) || strings.Contains(data, "expires_at") {
+	if data := back.await(t, "data: ", 10*time.Second); !strings.Contains(data, h.ID) || strings.Contains(data, "expires_at") {
 		t.Errorf("A's released event %s, want hold %s without an expiry", data, h.ID)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seatlock/seatlock/internal/wait"
 )
 
 // gatedWriter records each Write it gets; while gate is open (not nil and
@@ -85,13 +87,7 @@ func TestLogWriterIdleLineGoesOut(t *testing.T) {
 	l := newLogWriter(w)
 	t.Cleanup(l.close)
 	fmt.Fprintf(l, "alone\n")
-	deadline := time.Now().Add(5 * time.Second)
-	for len(w.snapshot()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("a line on an idle writer was not written within 5s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	wait.For(t, 10*time.Second, "a line on an idle writer is written", func() bool { return len(w.snapshot()) > 0 })
 	if got := w.snapshot(); len(got) != 1 || got[0] != "alone\n" {
 		t.Errorf("written %q, want one write of %q", got, "alone\n")
 	}
@@ -105,7 +101,7 @@ func TestLogWriterFullBufferBlocks(t *testing.T) {
 	line := bytes.Repeat([]byte("x"), 1023)
 	line = append(line, '\n')
 	_, _ = l.Write(line)
-	<-w.entered
+	wait.Recv(t, w.entered, 10*time.Second, "the writer takes the first line")
 	returned := make(chan struct{})
 	go func() {
 		defer close(returned)
@@ -119,7 +115,7 @@ func TestLogWriterFullBufferBlocks(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 	close(w.gate)
-	<-returned
+	wait.Recv(t, returned, 10*time.Second, "the blocked Writes return once the writer takes lines again")
 	l.close()
 	total := 0
 	for _, s := range w.snapshot() {

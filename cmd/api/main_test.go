@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/seatlock/seatlock/internal/testenv"
+	"github.com/seatlock/seatlock/internal/wait"
 )
 
 // TestMain lets a test run main itself in a child process, to see real
@@ -282,10 +283,7 @@ func seatsOf(t testing.TB, base, screeningID string) (string, map[string]seat) {
 func waitInFlight(t testing.TB, base string, n int) {
 	t.Helper()
 	want := fmt.Sprintf(`http_requests_in_flight{route="/v1/screenings/:id/bookings"} %d`, n)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if strings.Contains(string(call(t, "GET", base+"/metrics", "").body), want) {
-			return
-		}
-	}
-	t.Fatalf("never saw %s", want)
+	wait.For(t, 10*time.Second, "/metrics says "+want, func() bool {
+		return strings.Contains(string(call(t, "GET", base+"/metrics", "").body), want)
+	})
 }

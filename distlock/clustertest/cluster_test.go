@@ -2,7 +2,6 @@ package clustertest_test
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -21,11 +20,8 @@ import (
 func startCluster(t testing.TB) []string {
 	t.Helper()
 	if _, err := exec.LookPath("redis-cli"); err != nil {
-		msg := "redis-server and redis-cli are needed (apt-get install redis-server): " + err.Error()
-		if os.Getenv("REQUIRE_INTEGRATION") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testenv.Unavailable(t, testenv.Need{What: "redis-cli", Install: "apt-get install -y redis-server"},
+			"redis-server and redis-cli are needed (apt-get install redis-server): "+err.Error())
 	}
 
 	addrs := make([]string, 3)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/distlocktest"
+	"github.com/seatlock/seatlock/internal/wait"
 )
 
 const testTTL = time.Second
@@ -112,14 +113,15 @@ func TestMultiSeatOnCluster(t *testing.T) {
 
 // TestReleaseWakesWaiterOnCluster checks that the shared pub/sub
 // subscriber works on a Cluster client: a waiter whose backoff polling
-// would take seconds is woken by the release's PUBLISH, which the cluster
-// broadcasts to every node, whichever node the subscriber is connected to.
+// would take half a minute at least is woken by the release's PUBLISH,
+// which the cluster broadcasts to every node, whichever node the
+// subscriber is connected to.
 func TestReleaseWakesWaiterOnCluster(t *testing.T) {
 	addrs := startCluster(t)
 	prefix := "cluster-test:" + uuid.NewString()[:8] + ":"
-	// Polling would first come 2.5s to 5s after the waiter's first look,
-	// and the lease (10s) is far from running out.
-	opts := distlock.RedisOptions{TTL: 10 * time.Second, Prefix: prefix, MinBackoff: 5 * time.Second, MaxBackoff: 5 * time.Second}
+	// A waiter polls no sooner than half its backoff, and no later than
+	// the holder's lease ends: both are a minute.
+	opts := distlock.RedisOptions{TTL: time.Minute, Prefix: prefix, MinBackoff: time.Minute, MaxBackoff: time.Minute}
 	holder, waiter := newRedis(t, addrs, opts), newRedis(t, addrs, opts)
 	ctx := t.Context()
 
@@ -131,27 +133,40 @@ func TestReleaseWakesWaiterOnCluster(t *testing.T) {
 		}
 		got := make(chan error, 1)
 		go func() {
-			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			l, err := waiter.Obtain(wctx, seat)
+			l, err := waiter.Obtain(ctx, seat)
 			if err == nil {
-				err = l.Release(wctx)
+				err = l.Release(ctx)
 			}
 			got <- err
 		}()
-		time.Sleep(200 * time.Millisecond) // the waiter is subscribed by now
+		// The waiter subscribes after its first attempt has marked the
+		// key: from then on the release publishes, and reaches it.
+		channel := lockKey(prefix, seat)
+		wait.For(t, 10*time.Second, "the waiter on "+seat+" is subscribed", func() bool { return subscribers(t, addrs, channel) > 0 })
 		if err := lock.Release(ctx); err != nil {
 			t.Fatalf("Release(%q): %v", seat, err)
 		}
-		select {
-		case err := <-got:
-			if err != nil {
-				t.Fatalf("waiter on %q: %v", seat, err)
-			}
-		case <-time.After(2 * time.Second):
-			t.Fatalf("waiter on %q not woken by the release within 2s: the notification was lost", seat)
+		if err := wait.Recv(t, got, 20*time.Second, "the waiter on "+seat+", woken by the release rather than its poll"); err != nil {
+			t.Fatalf("waiter on %q: %v", seat, err)
 		}
 	}
+}
+
+// subscribers returns how many clients are subscribed to channel on the
+// nodes at addrs, all told: a subscriber is connected to one of them.
+func subscribers(t *testing.T, addrs []string, channel string) int64 {
+	t.Helper()
+	var n int64
+	for _, addr := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		counts, err := c.PubSubNumSub(t.Context(), channel).Result()
+		_ = c.Close()
+		if err != nil {
+			t.Fatalf("PUBSUB NUMSUB on %s: %v", addr, err)
+		}
+		n += counts[channel]
+	}
+	return n
 }
 
 // TestScreeningsSpreadOverMasters checks that the seats of different

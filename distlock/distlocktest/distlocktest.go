@@ -174,7 +174,11 @@ func ReleaseWakesWaiter(t *testing.T, holder, waiter TryLocker, held, wanted []s
 		}
 		got <- err
 	}()
-	time.Sleep(200 * time.Millisecond) // the waiter is waiting by now
+	// Time for the waiter to start waiting: the suite cannot see when it
+	// does. A waiter that is not waiting yet takes the keys at its first
+	// attempt once they are released, so a busy machine can make this
+	// test prove less, never fail.
+	time.Sleep(200 * time.Millisecond)
 	select {
 	case err := <-got:
 		t.Fatalf("Obtain(%q) returned while %q was held: %v", wanted, held, err)
@@ -417,7 +421,7 @@ func (s *suite) waitOutlastsLease(t *testing.T) {
 		got <- err
 	}()
 
-	time.Sleep(s.opts.TTL * 5 / 2)
+	time.Sleep(s.opts.TTL * 5 / 2) // the time under test: longer than a lease
 	if err := holder.Err(); err != nil {
 		t.Fatalf("holder's Err after 2.5 TTL = %v, want nil (renewed)", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/flock"
@@ -18,7 +19,8 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
 	lock, err := locker.Obtain(ctx, "{screening-42}:C7", "{screening-42}:C8")
 	if err != nil {

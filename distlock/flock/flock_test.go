@@ -18,6 +18,7 @@ import (
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/distlocktest"
 	"github.com/seatlock/seatlock/distlock/flock"
+	"github.com/seatlock/seatlock/internal/wait"
 )
 
 func newLocker(t testing.TB, dir string, opts flock.Options) *flock.Locker {
@@ -85,7 +86,7 @@ func TestChildHolder(t *testing.T) {
 		os.Exit(1)
 	}
 	fmt.Println("locked", lock.Token(key))
-	time.Sleep(time.Minute) // until killed
+	time.Sleep(time.Minute) // a holder that stays, until the parent kills it
 	os.Exit(1)
 }
 
@@ -288,11 +289,13 @@ func TestCloseClosesWatches(t *testing.T) {
 		}
 		got <- err
 	}()
-	time.Sleep(50 * time.Millisecond) // the waiter watches A1
+	wait.For(t, 10*time.Second, "the waiter watches A1 through an inotify instance of its own", func() bool {
+		return inotifyDescriptors(t) == before+1
+	})
 	if err := held.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-got; err != nil {
+	if err := wait.Recv(t, got, 10*time.Second, "the waiter's Obtain after the release"); err != nil {
 		t.Fatal(err)
 	}
 	if n := inotifyDescriptors(t); n != before+1 {

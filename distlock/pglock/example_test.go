@@ -15,7 +15,8 @@ import (
 // The examples need a Postgres server, so they are compiled but not run.
 
 func Example() {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	// A pool of its own: every held or waiting lock has a connection.
 	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL")+"&pool_max_conns=32")
 	if err != nil {
@@ -40,7 +41,8 @@ func Example() {
 }
 
 func ExampleXactLock() {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
 	if err != nil {
 		fmt.Println(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/seatlock/seatlock/distlock/distlocktest"
 	"github.com/seatlock/seatlock/distlock/pglock"
 	"github.com/seatlock/seatlock/internal/testenv"
+	"github.com/seatlock/seatlock/internal/wait"
 )
 
 // newPool returns a pool on the database at url, closed when t ends. Every
@@ -292,6 +293,21 @@ func beginTx(t *testing.T, pool *pgxpool.Pool) pgx.Tx {
 	return tx
 }
 
+// waitForAdvisoryLock waits until the backend pid waits for an advisory
+// lock.
+func waitForAdvisoryLock(t *testing.T, pool *pgxpool.Pool, pid uint32) {
+	t.Helper()
+	wait.For(t, 10*time.Second, "the second transaction waits for the key", func() bool {
+		var waiting bool
+		err := pool.QueryRow(t.Context(),
+			`SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid = $1)`, pid).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return waiting
+	})
+}
+
 func TestXactLock(t *testing.T) {
 	pool := newPool(t, testenv.NewDatabase(t), 4)
 	key := "{" + uuid.NewString() + "}:D4"
@@ -323,7 +339,7 @@ func TestXactLock(t *testing.T) {
 			var ended time.Time
 			got := make(chan error, 1)
 			go func() { got <- pglock.XactLock(t.Context(), second, key) }()
-			time.Sleep(50 * time.Millisecond)
+			waitForAdvisoryLock(t, pool, second.Conn().PgConn().PID())
 			select {
 			case err := <-got:
 				t.Fatalf("second transaction got the key while the first holds it (err %v)", err)

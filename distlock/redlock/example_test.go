@@ -22,7 +22,9 @@ func exampleNodes(n int) (nodes []*miniredis.Miniredis, clients []redlock.Client
 		if err := m.Start(); err != nil {
 			panic(err) // a test binary that cannot listen on loopback cannot run examples
 		}
-		c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+		// As the package doc advises: NodeTimeout cuts a hung node
+		// short, and a dead node fails at once instead of being redialled.
+		c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
 		nodes, clients = append(nodes, m), append(clients, c)
 	}
 	return nodes, clients, func() {
@@ -40,9 +42,15 @@ func Example() {
 	// 1; by default a token is at least the client's clock in microseconds
 	// ("Fencing, as far as Redlock allows" in the package doc).
 	epoch := func() time.Time { return time.Unix(0, 0) }
-	locker := redlock.New(clients, redlock.Options{TTL: 10 * time.Second, Fencing: true, FenceClock: epoch})
+	// A node that answers within NodeTimeout counts towards the quorum;
+	// half a second leaves room for a loaded machine.
+	opts := redlock.Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond, Fencing: true, FenceClock: epoch}
+	locker := redlock.New(clients, opts)
 	defer locker.Close()
-	ctx := context.Background()
+	// Obtain waits for a quorum as long as its context allows: never
+	// without a deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
 	lock, err := locker.Obtain(ctx, "{screening-42}:C7", "{screening-42}:C8")
 	if err != nil {
@@ -86,7 +94,8 @@ func ExampleLocker_TryObtain() {
 	a, b := redlock.New(clients, opts), redlock.New(clients, opts)
 	defer a.Close()
 	defer b.Close()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
 	lock, err := a.TryObtain(ctx, "{screening-42}:C7")
 	if err != nil {

@@ -14,7 +14,8 @@ import (
 // writes with the fencing token. It needs a ZooKeeper server, so it has no
 // Output block.
 func Example() {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	locker, err := zklock.Dial(ctx, []string{"127.0.0.1:2181"}, 10*time.Second,
 		zklock.Options{}, zk.WithLogInfo(false))
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seatlock/seatlock/distlock/zklock"
 	"github.com/seatlock/seatlock/distlock/zklock/zktest"
+	"github.com/seatlock/seatlock/internal/testenv"
 )
 
 // One ZooKeeper server for the whole test binary: a JVM is slow to start.
@@ -23,9 +24,11 @@ var (
 	serverErr error
 )
 
+// TestMain starts the server, runs the tests, and says at the end when
+// some were skipped for want of ZooKeeper, and how to run them.
 func TestMain(m *testing.M) {
 	server, serverErr = zktest.Start()
-	code := m.Run()
+	code := testenv.Run(m)
 	if server != nil {
 		server.Stop()
 	}
@@ -79,15 +82,21 @@ func connect(t testing.TB) *zk.Conn {
 // cutter is a zk.Dialer whose connections the test can cut at once, as a
 // crash or a network partition would, and keep cut: no close request
 // reaches the server, which keeps the session until it expires.
+//
+// While cut, the client dials once per round of its servers (one server
+// here), a second apart, and fails the calls that waited on that round:
+// Dials counts the rounds.
 type cutter struct {
-	mu    sync.Mutex
+	mu    sync.Mutex // protects the fields below: the client dials from a goroutine of its own
 	cut   bool
 	conns []net.Conn
+	dials int
 }
 
 func (c *cutter) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.dials++
 	if c.cut {
 		return nil, fmt.Errorf("cutter: %s is cut off", addr)
 	}
@@ -107,6 +116,13 @@ func (c *cutter) Cut() {
 		_ = conn.Close()
 	}
 	c.conns = nil
+}
+
+// Dials returns how many times the client dialled.
+func (c *cutter) Dials() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dials
 }
 
 // Heal lets the client connect again.

@@ -3,6 +3,7 @@ package zklock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/distlocktest"
 	"github.com/seatlock/seatlock/distlock/zklock"
+	"github.com/seatlock/seatlock/internal/wait"
 )
 
 func TestConformance(t *testing.T) {
@@ -84,17 +86,10 @@ func bySequence(a, b string) int {
 // waitChildren waits until dir has n children.
 func waitChildren(t *testing.T, conn *zk.Conn, dir string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.For(t, 10*time.Second, fmt.Sprintf("%s has %d children", dir, n), func() bool {
 		children, _, err := conn.Children(dir)
-		if err == nil && len(children) == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s has %d children (%v), want %d", dir, len(children), err, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil && len(children) == n
+	})
 }
 
 // Waiters get the key in the order they arrived: the queue is the order of
@@ -131,7 +126,7 @@ func TestFairOrder(t *testing.T) {
 			mu.Lock()
 			order = append(order, i)
 			mu.Unlock()
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // a holder that holds a moment: the next waits for it
 			if err := lock.Release(ctx); err != nil {
 				t.Errorf("waiter %d: Release: %v", i, err)
 			}
@@ -182,7 +177,7 @@ func TestSessionExpiryHandsOver(t *testing.T) {
 	select {
 	case <-holder.Lost():
 		lostAt = time.Now()
-	case <-time.After(3 * sessionTimeout):
+	case <-time.After(5 * sessionTimeout):
 		t.Fatal("the cut-off holder was not told of the loss")
 	}
 	if err := holder.Err(); !errors.Is(err, distlock.ErrLost) {
@@ -253,8 +248,10 @@ func TestNewLearnsExpiryOnReconnect(t *testing.T) {
 // A lock released while no server can be reached costs one failed call,
 // not one per key: every call waits for the client to give up a round of
 // its servers (a second), and a booking of ten seats, lost in a cut,
-// answered seconds late (faults' TestHolderCutOff). Once the server is
-// reached again, no node of the lock is left.
+// answered seconds late (faults' TestHolderCutOff). The rounds the client
+// dialled during the Release tell the calls apart where time would not on
+// a busy machine: one call ends with the first round, six need six. Once
+// the server is reached again, no node of the lock is left.
 func TestReleaseWhileCutOff(t *testing.T) {
 	t.Parallel()
 	root := testRoot(t)
@@ -268,35 +265,30 @@ func TestReleaseWhileCutOff(t *testing.T) {
 	c.Cut()
 	select {
 	case <-holder.Lost():
-	case <-time.After(3 * sessionTimeout):
+	case <-time.After(5 * sessionTimeout):
 		t.Fatal("the cut-off holder was not told of the loss")
 	}
-	start := time.Now()
+	start, dialled := time.Now(), c.Dials()
 	err = holder.Release(t.Context())
-	took := time.Since(start)
+	took, rounds := time.Since(start), c.Dials()-dialled
 	if !errors.Is(err, distlock.ErrNotHeld) {
 		t.Fatalf("Release after loss = %v, want ErrNotHeld", err)
 	}
-	if took > 2*time.Second {
-		t.Fatalf("Release of %d keys took %v while cut off: one call per key", len(keys), took)
+	t.Logf("Release of %d keys took %v and %d rounds of dialling while cut off", len(keys), took, rounds)
+	// One round ends the one call; one more may pass while the Release,
+	// its call failed, waits to be scheduled on a busy machine.
+	if rounds > 2 {
+		t.Fatalf("Release of %d keys waited out %d rounds of dialling while cut off: one call per key", len(keys), rounds)
 	}
-	t.Logf("Release of %d keys took %v while cut off", len(keys), took)
 
 	c.Heal()
 	conn := connect(t)
 	for _, key := range keys {
 		dir := locker.DirForTest(key)
-		deadline := time.Now().Add(3 * sessionTimeout)
-		for {
+		wait.For(t, 10*time.Second, dir+" is empty after the heal", func() bool {
 			children, _, err := conn.Children(dir)
-			if errors.Is(err, zk.ErrNoNode) || err == nil && len(children) == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s still has %v (%v) after the heal", dir, children, err)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return errors.Is(err, zk.ErrNoNode) || err == nil && len(children) == 0
+		})
 	}
 }
 

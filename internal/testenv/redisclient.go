@@ -38,3 +38,25 @@ func (f AfterCommand) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 func (f AfterCommand) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error { return f(ctx, cmd, next(ctx, cmd)) }
 }
+
+// ExpiresAt returns when key expires on the server behind c, by the
+// server's own clock: its TIME plus the key's PTTL, read in one
+// transaction. It fails t when the key is gone or never expires. A test
+// that compares it with a time of its own must run the server on the same
+// machine, so that both read one clock.
+func ExpiresAt(t testing.TB, c redis.Cmdable, key string) time.Time {
+	t.Helper()
+	var now *redis.TimeCmd
+	var pttl *redis.DurationCmd
+	_, err := c.TxPipelined(t.Context(), func(p redis.Pipeliner) error {
+		now, pttl = p.Time(t.Context()), p.PTTL(t.Context(), key)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read the expiry of %s: %v", key, err)
+	}
+	if pttl.Val() < 0 {
+		t.Fatalf("%s has no expiry to read: PTTL %v (-2ns: gone, -1ns: none)", key, pttl.Val())
+	}
+	return now.Val().Add(pttl.Val())
+}

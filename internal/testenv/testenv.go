@@ -10,9 +10,14 @@
 //
 // A skip is easy to miss: go test shows a package whose tests all skipped
 // as "ok". So packages with integration tests run them through Run, which
-// ends with one line that says how many were skipped and how to run them:
+// ends with a summary, shown even by a piped go test ./... of packages
+// that passed: which tests were skipped, for want of what, and the one
+// command that runs them.
 //
 //	func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
+//
+// Tests that need some other program (a ZooKeeper, a browser) skip through
+// Unavailable or Skip, so that they are in the summary too.
 //
 // It also has what the tests of a running API share: LogWatcher reads its
 // log for the address it listens on, EventStream reads one of its live
@@ -22,13 +27,10 @@ package testenv
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,10 +46,9 @@ import (
 // binary, so that every test of a package shares one. Containers are
 // reaped by testcontainers' own reaper when the binary exits.
 type server struct {
-	what    string   // "Redis", for the skip message
-	env     []string // the variables that name one, first set wins
-	example string   // how to name one, for the skip message
-	start   func() (string, error)
+	need  Need     // for the skip: "Redis", and an assignment that names one
+	env   []string // the variables that name one, first set wins
+	start func() (string, error)
 
 	mu  sync.Mutex // guards url: one container, even for parallel tests
 	url string     // the started container's; empty until one started
@@ -55,16 +56,14 @@ type server struct {
 
 var (
 	redisServer = &server{
-		what:    "Redis",
-		env:     []string{"TEST_REDIS_URL", "REDIS_URL"},
-		example: "TEST_REDIS_URL=redis://127.0.0.1:6379/0",
-		start:   startRedis,
+		need:  Need{What: "Redis", Env: "TEST_REDIS_URL=redis://127.0.0.1:6379/0"},
+		env:   []string{"TEST_REDIS_URL", "REDIS_URL"},
+		start: startRedis,
 	}
 	postgresServer = &server{
-		what:    "Postgres",
-		env:     []string{"TEST_DATABASE_URL", "DATABASE_URL"},
-		example: "TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test",
-		start:   startPostgres,
+		need:  Need{What: "Postgres", Env: "TEST_DATABASE_URL='postgres://postgres@127.0.0.1:5432/test?sslmode=disable'"},
+		env:   []string{"TEST_DATABASE_URL", "DATABASE_URL"},
+		start: startPostgres,
 	}
 )
 
@@ -81,7 +80,8 @@ func (s *server) URL(t testing.TB) string {
 	if s.url == "" {
 		u, err := s.start()
 		if err != nil {
-			unavailable(t, s.what, s.example, err)
+			Unavailable(t, s.need, fmt.Sprintf("no %s for integration tests (%v); run with %s, or with a Docker engine for testcontainers",
+				s.need.What, err, s.need.Env))
 		}
 		s.url = u
 	}
@@ -146,45 +146,6 @@ func firstEnv(names ...string) string {
 		}
 	}
 	return ""
-}
-
-// skipped counts the tests of this test binary that unavailable skipped,
-// for Run's last line. Tests run in parallel, so it is atomic.
-var skipped atomic.Int64
-
-// unavailable skips t, or fails it when REQUIRE_INTEGRATION=1.
-func unavailable(t testing.TB, what, example string, err error) {
-	t.Helper()
-	msg := fmt.Sprintf("no %s for integration tests (%v); run with %s, or with a Docker engine for testcontainers", what, err, example)
-	if os.Getenv("REQUIRE_INTEGRATION") == "1" {
-		t.Fatal(msg)
-	}
-	skipped.Add(1)
-	t.Skip(msg)
-}
-
-// howToRun is the command that runs the integration tests against local
-// servers.
-const howToRun = "TEST_REDIS_URL=redis://127.0.0.1:6379/0 TEST_DATABASE_URL='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' REQUIRE_INTEGRATION=1 go test ./..."
-
-// Run runs the tests of m and returns the exit code for os.Exit. When some
-// were skipped for want of Redis or Postgres, it ends with one line that
-// says how many and how to run them. go test hides the output of a package
-// that passed (it prints only "ok"), so the line goes to the terminal
-// (/dev/tty) when there is one, where the reader sees it after all; else to
-// stderr, where -v and failures show it.
-func Run(m *testing.M) int {
-	code := m.Run()
-	if n := skipped.Load(); n > 0 {
-		out := io.Writer(os.Stderr)
-		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
-			defer tty.Close()
-			out = tty
-		}
-		pkg := strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
-		fmt.Fprintf(out, "%s: %d integration tests skipped (no Redis or Postgres); run them with: %s\n", pkg, n, howToRun)
-	}
-	return code
 }
 
 func startRedis() (string, error) {

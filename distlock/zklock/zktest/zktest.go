@@ -39,6 +39,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seatlock/seatlock/internal/testenv"
 )
 
 // Jar is where Debian's zookeeper package installs the server. Its manifest
@@ -212,8 +214,8 @@ func Addr(t testing.TB, srv *Server, err error) string {
 		return srv.Addr
 	}
 	msg := fmt.Sprintf("no ZooKeeper for integration tests: %v", err)
-	if errors.Is(err, ErrNotInstalled) && os.Getenv("REQUIRE_INTEGRATION") != "1" {
-		t.Skip(msg)
+	if errors.Is(err, ErrNotInstalled) {
+		testenv.Unavailable(t, testenv.Need{What: "ZooKeeper", Install: "apt-get install -y zookeeper"}, msg)
 	}
 	t.Fatal(msg)
 	return ""
