@@ -1,7 +1,9 @@
 // Package distlock provides locks that hold across processes and machines:
-// one small interface, Locker, and backends that implement it. The first
-// backend is Redis; Postgres advisory locks, Redlock, file locks and
-// ZooKeeper follow behind the same interface.
+// one small interface, Locker, and backends that implement it. This
+// package holds the Redis backend, the one this documentation explains;
+// Postgres advisory locks (pglock), Redlock (redlock), file locks (flock)
+// and ZooKeeper (zklock) implement the same interface in packages of
+// their own.
 //
 //	locker := distlock.NewRedis(client, distlock.RedisOptions{TTL: 10 * time.Second})
 //	defer locker.Close()
@@ -92,9 +94,9 @@
 // which is later. It holds as long as the clock of the server that issues
 // tokens does not go back by more than the loss took: no clock stepped
 // back across a restart, and replicas' clocks agree with the primary's
-// within the seconds a failover takes (NTP does far better). Tokens are
-// about 2^51 today and fit an int64, a Postgres bigint and a JSON number
-// (2^53) for centuries.
+// within the seconds a failover takes (NTP does far better). Microseconds
+// since 1970 stay below 2^53 until the year 2255, so tokens fit an int64,
+// a Postgres bigint and a JSON number (exact up to 2^53).
 //
 // Waiting by push. An attempt that finds a key held marks it as waited
 // for, in the same script: it writes "+" after the holder's token. A

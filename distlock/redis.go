@@ -91,12 +91,12 @@ type RedisOptions struct {
 	// as the primary has it.
 	//
 	// What it buys: the primary crashing right after a grant, and a
-	// replica that acknowledged it being promoted, no longer hands the
+	// replica that acknowledged it being promoted, does not hand the
 	// lock out a second time: the promoted replica has the key, its
 	// lease and its fence counter. What it does not: WAIT is not a
 	// consensus. With more replicas than WaitReplicas, a failover may
 	// promote one that did not acknowledge (Sentinel does not prefer the
-	// one that did), and the grant is lost as before. A replica without
+	// one that did), and the grant is lost as it would be without WAIT. A replica without
 	// persistence that restarts loses what it acknowledged. Lease renewals
 	// and releases are not waited for, so a promoted replica may hold a
 	// lease shorter than the holder believes, down to the TTL from the

@@ -78,7 +78,7 @@ func TestRedisReleasePublishesOnlyWhenWaitedFor(t *testing.T) {
 }
 
 // A key marked by a waiter is still its holder's: the holder renews and
-// releases it as before.
+// releases it as it would an unmarked key.
 func TestRedisMarkedLockStaysHeld(t *testing.T) {
 	const ttl, every = time.Second, 200 * time.Millisecond
 	prefix := testPrefix(t)

@@ -31,7 +31,7 @@ type releaseWatch struct {
 
 // watchPool keeps a Locker's inotify instances while no waiter uses them.
 // Closing an inotify descriptor waits for a kernel grace period, which
-// takes milliseconds (measured here: 8 to 12ms), far more than a handoff;
+// takes milliseconds (docs/benchmarks.md), far more than a handoff;
 // removing a watch does not. So a waiter gives its instance back with its
 // watches removed, and the next waiter adds its own. The pool holds as
 // many instances as the Locker had waiters at once; Locker.Close closes

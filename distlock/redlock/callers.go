@@ -12,13 +12,13 @@ const maxIdleCallers = 128
 // fan-out to the next. The go-redis call path needs a stack of several
 // kilobytes: a goroutine started for each call begins with the smallest
 // stack and grows it, copying it, on every call; one that is reused keeps
-// the stack it grew. (In an uncontended cycle on three nodes, growing the
-// stacks of fresh goroutines took more than half of the client's
-// instructions.)
+// the stack it grew. (docs/benchmarks.md, "Redlock at 1 goroutine",
+// profiles what that growing costs.)
 //
 // The goroutines belong to the Locker: close ends the idle ones and waits
 // for the busy ones to finish their call. After close, every call gets a
-// goroutine of its own, which fanOut waits for, as before there was a pool.
+// goroutine of its own, which fanOut waits for, as it would without the
+// pool.
 type callers struct {
 	// mu protects the fields below. Invariant: a channel in idle has exactly
 	// one goroutine that receives from it next, and nobody sends on it

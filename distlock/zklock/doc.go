@@ -85,8 +85,9 @@
 // of the session timeout at the latest; a Locker from Dial waits 1/3 more
 // and, if no server took the session back by then, declares its locks lost.
 // That is about when the server may hand the keys on (the test
-// TestSessionExpiryHandsOver measures it: the holder is told some 0.7s
-// after a cut, a waiter gets the key 2s after it, with a 2s session).
+// TestSessionExpiryHandsOver checks it: the holder cut off is told of its
+// loss before a waiter gets the key, and the waiter gets it no sooner than
+// about a session timeout after the cut).
 // The window is not closed, only narrowed: network delay, a process pause
 // or a clock running at another rate can still let an old holder believe
 // in its lock a moment after the server handed the key on. That is what
