@@ -31,10 +31,10 @@ import (
 //
 // book_batch (migration 0005) takes the bookings as arrays, locks every
 // seat of the batch in one order, then writes each booking, all or
-// nothing. A batch used to be BEGIN, the seats' lock, one statement per
-// booking and COMMIT, in one pgx batch, each statement bound and run by
-// the server on its own and answered on its own: a third more
-// allocations for the API per batch (docs/benchmarks-loadgen.md).
+// nothing. One statement is bound, run and answered once for the whole
+// batch, where BEGIN, a statement per booking and COMMIT would each be
+// bound, run and answered on their own: the API allocates less per batch
+// (docs/benchmarks-loadgen.md, "One statement per batch").
 //
 // A lone booking thus pays nothing extra, and a busy one waits for at most
 // one batch before its own.
@@ -43,19 +43,19 @@ import (
 // bookings wait (maxInFlight batches at most): then the queue is worth a
 // transaction of its own, and a first batch that waits for a row lock
 // (another instance's batch of the same seats) does not hold every other
-// booking of the instance up behind it. Sending whatever had queued as a
-// second batch at once, as this committer used to, halves the batches of
-// an instance that is busy but not swamped, and every batch costs the API
-// and the server a round trip, a transaction and a COMMIT: three instances
-// sharing one machine's load each formed batches of 3-4 bookings that way
-// (docs/benchmarks-loadgen.md).
+// booking of the instance up behind it. Waiting for secondBatchAt keeps
+// the batches of an instance that is busy but not swamped large: sending
+// whatever had queued as a second batch at once would split them in two,
+// and every batch costs the API and the server a round trip, a
+// transaction and a COMMIT (docs/benchmarks-loadgen.md measures it with
+// three instances sharing one machine's load).
 //
 // Each booking stays all or nothing. book_batch runs each as book_seats
 // in a subtransaction: a booking the guard refuses undoes its own writes
 // only and reports why as its row, not as an error that would abort the
 // transaction, so the others in the batch go on.
 //
-// A 201 still means "committed": every caller gets its answer only once
+// A 201 means "committed" in a batch as it does alone: every caller gets its answer only once
 // the statement's commit is acknowledged (the server commits before it
 // says the statement is done). A statement or commit the server refuses
 // fails every booking of the batch (nothing was written); one that is

@@ -56,11 +56,11 @@ type Options struct {
 // connection only briefly (one statement, or two with a payment: the seat
 // check, then the write), and with tens of bookings in flight four
 // connections become the queue every booking waits in
-// (measured in docs/benchmarks-loadgen.md). It is small so that many
-// stores (the test suites running side by side) fit in Postgres's default
-// max_connections of 100; a busy instance wants more (docs/backends.md:
-// with 64 clients, 8 did 0.66-0.79x the bookings of 16), and cmd/api sizes
-// its pools from DB_MAX_CONNS, 12 for the store by default.
+// (docs/benchmarks-loadgen.md). It is small so that many stores (the
+// test suites running side by side) fit in Postgres's default
+// max_connections of 100; a busy instance wants more (docs/backends.md
+// compares store pools of 8, 11, 16 and 32 connections), and cmd/api
+// sizes its pools from DB_MAX_CONNS, 12 for the store by default.
 const DefaultMaxConns = 8
 
 // Open connects to the database at databaseURL with a pool, applies the
