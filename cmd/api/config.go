@@ -250,10 +250,10 @@ func (c config) validate() error {
 // The Postgres connection budget of one instance (DB_MAX_CONNS). Postgres
 // allows 100 connections by default (max_connections), and every
 // connection costs the server a process: three instances of the default
-// use 48 at most, which leaves the test suites (27 at their peak, sampled
-// every second during whole runs), psql and an operator plenty. The store's share of
-// it is what a busy instance needs: 12 where 8 did 0.66-0.79x the
-// bookings of 16 (docs/backends.md). Raise it (and the server's max_connections) for a busier
+// use 48 at most, which leaves the rest for the test suites, psql and an
+// operator (docs/backends.md gives what the test suites take). The
+// store's share of it is what a busy instance needs (docs/backends.md
+// measures it). Raise it (and the server's max_connections) for a busier
 // deployment: the arithmetic is instances x DB_MAX_CONNS plus what else
 // connects, below max_connections.
 const (
