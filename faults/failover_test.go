@@ -77,8 +77,8 @@ func TestRedisFailover(t *testing.T) {
 	}
 }
 
-// The failover's settings. The lease outlasts a failover (about 2.5 s from
-// the kill to bookings again, docs/reliability.md), as the default 10 s
+// The failover's settings. The lease outlasts a failover (from the kill to
+// bookings again: docs/reliability.md times it), as the default 10 s
 // lease does: a shorter one runs out before the promotion and its holder
 // gives up in time. The probe's payment outlasts the failover too, so that
 // A still pays when B can book; and the replication lag is below the WAIT

@@ -20,7 +20,7 @@ import (
 	"github.com/seatlock/seatlock/reservation"
 )
 
-// The money tests are issue 26's three cases: a client that gives up just
+// The money tests are three cases: a client that gives up just
 // after the payment delay, a holder paused past its lease and its payment
 // client's deadline, and a holder killed between its charge and its
 // commit. Each judges the ledger after settling: the provider's charges

@@ -82,7 +82,7 @@ func TestVerdict(t *testing.T) {
 	}{
 		{"clean", &report{Scenario: scenarioHot}, "CLEAN"},
 		{"clean with payments", &report{Scenario: scenarioMixed, Payments: &paymentCounts{Charges: 10}}, "CLEAN"},
-		// The run of issue 28: the seat map right, customers charged twice.
+		// A run whose seat map is right but whose customers were charged twice.
 		{"overlaps and refunds are named", &report{Scenario: scenarioMixed, Payments: &paymentCounts{Charges: 120, Refunds: 16, Overlaps: 8}},
 			"HARMED: OVERLAPS (8 charges), REFUNDS (16 charges); exit status 0"},
 		{"failures first, then the rest", &report{Scenario: scenarioHot, counts: counts{LostBookings: 1}, Errors: 2, Payments: &paymentCounts{Overlaps: 1}},
