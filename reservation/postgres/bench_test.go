@@ -64,8 +64,8 @@ func BenchmarkBook(b *testing.B) {
 
 // BenchmarkWriteBatch measures batches of group commit, one after
 // another on one connection, of 1 to 24 bookings of one free seat each
-// (14 is about a batch of one instance under 64 clients; 6 about one of
-// three instances sharing that load): what a batch costs on top of its
+// (6 and 14 stand for batches of three instances sharing 64 clients and
+// of one instance alone under them): what a batch costs on top of its
 // bookings, as time per booking, and the client's side of it with
 // -benchmem. The time includes the server's and the commit's, so the
 // fixed cost of a batch shows as the difference between the sizes
