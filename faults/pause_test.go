@@ -151,7 +151,11 @@ type pauseRig struct {
 func startPauseRig(t *testing.T, redisURL, database string, rc *redis.Client, prov provider) *pauseRig {
 	t.Helper()
 	r := &pauseRig{proxy: startGateProxy(t, database), pay: startPayments(t, prov), rc: rc}
-	r.a = startAPI(t, pauseEnv(redisURL, r.proxy.url, r.pay.url))
+	// A's reconciler looks for due payments only once an hour, so that
+	// what the closed proxy holds is A's booking, not a reconciler round.
+	envA := pauseEnv(redisURL, r.proxy.url, r.pay.url)
+	envA["RECONCILE_EVERY"] = "1h"
+	r.a = startAPI(t, envA)
 	r.b = startAPI(t, pauseEnv(redisURL, database, r.pay.url))
 	return r
 }

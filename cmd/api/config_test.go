@@ -19,7 +19,7 @@ func TestParseConfig(t *testing.T) {
 		Addr: ":8080", Lock: reservation.LockKeyedRedis, Guard: reservation.GuardFence,
 		LockTTL: 10 * time.Second, LockWait: 5 * time.Second, HoldTTL: 10 * time.Minute,
 		LockDir: filepath.Join(os.TempDir(), "seatlock-locks"), DBMaxConns: 16,
-		MaxScreenings: reservation.DefaultMaxScreenings,
+		MaxScreenings: reservation.DefaultMaxScreenings, ReconcileEvery: time.Second,
 	}
 	for _, tc := range []struct {
 		name string
@@ -35,13 +35,15 @@ func TestParseConfig(t *testing.T) {
 			"REDLOCK_URLS": "redis://a:1/0, redis://b:1/0,redis://c:1/0", "ZOOKEEPER_SERVERS": "z1:2181,z2:2181",
 			"PAYMENT_URL": "http://127.0.0.1:9100", "DB_MAX_CONNS": "30",
 			"MAX_SCREENINGS": "50", "WRITE_RATE": "2.5", "HOLD_TTL": "90s", "REDIS_WAIT_REPLICAS": "1",
+			"RECONCILE_EVERY": "250ms",
 		}, func(c *config) {
 			*c = config{Addr: "127.0.0.1:9000", DatabaseURL: "postgres://u@db/x", RedisURL: "redis://r:6379/1",
 				Lock: reservation.LockNone, Guard: reservation.GuardOff, LockTTL: 2 * time.Second, LockWait: 250 * time.Millisecond,
 				PaymentDelay: 1500 * time.Millisecond, Demo: true, AdminToken: "t", LockDir: "/tmp/l",
 				RedlockURLs: []string{"redis://a:1/0", "redis://b:1/0", "redis://c:1/0"}, ZooKeeperServers: []string{"z1:2181", "z2:2181"},
 				PaymentURL: "http://127.0.0.1:9100", DBMaxConns: 30,
-				MaxScreenings: 50, WriteRate: 2.5, HoldTTL: 90 * time.Second, RedisWaitReplicas: 1}
+				MaxScreenings: 50, WriteRate: 2.5, HoldTTL: 90 * time.Second, RedisWaitReplicas: 1,
+				ReconcileEvery: 250 * time.Millisecond}
 		}},
 		{"sentinel-managed Redis", nil, map[string]string{
 			"REDIS_URL": "redis+sentinel://s1:26379/0?master_name=seatlock&addr=s2:26379",

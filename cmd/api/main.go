@@ -241,10 +241,11 @@ func newService(ctx context.Context, cfg config, b *backends, events reservation
 		}
 		payments = client
 		logger.Info("payments: charging through a provider; a payment left open is settled by the reconciler",
-			"url", cfg.PaymentURL, "settled_within", reservation.PaymentsSettleWithin(cfg.PaymentDelay, reservation.DefaultReconcileEvery))
+			"url", cfg.PaymentURL, "settled_within", reservation.PaymentsSettleWithin(cfg.PaymentDelay, cfg.ReconcileEvery))
 	}
 	svc := reservation.NewService(b.store, reservation.Options{
 		Payments:            payments,
+		ReconcileEvery:      cfg.ReconcileEvery,
 		Events:              events,
 		Lockers:             b.lockers,
 		DefaultLock:         cfg.Lock,

@@ -47,7 +47,7 @@ grep -E 'lost|stale|fenc' "$LAB_DIR/api1.log" | head -n 3 # lab
 PAY=$(lab_payments -check-fences) # lab
 DBGATE=$(lab_gate dbgate "$DB") # lab
 PAYGATE=$(lab_gate paygate "$PAY") # lab
-API3=$(lab_start api3 DATABASE_URL="$DBGATE" PAYMENT_URL="$PAYGATE" LOCK_TTL=1s DEMO_MODE=true) # lab
+API3=$(lab_start api3 DATABASE_URL="$DBGATE" PAYMENT_URL="$PAYGATE" LOCK_TTL=1s DEMO_MODE=true RECONCILE_EVERY=1h) # lab
 API4=$(lab_start api4 DATABASE_URL="$DB" PAYMENT_URL="$PAY" LOCK_TTL=1s DEMO_MODE=true) # lab
 U=$(curl -s -X POST "$API4/v1/screenings" -d '{"movie":"Unguarded","rows":1,"seats_per_row":5,"lock":"redis","guard":"off","payment_delay_ms":2000}' | jq -r .id) # lab
 [ -n "$U" ] && [ "$U" != null ] || { echo "FAIL: no guard=off screening created" >&2; exit 1; }

@@ -16,8 +16,8 @@ curl -s "$API/metrics" | grep -E '^seatlock_bookings_total' | tee "$LAB_DIR/book
 lab_expect "$LAB_DIR/bookings.txt" 'outcome="confirmed",strategy="keyed\+redis"\} 4$' "4 confirmed bookings"
 
 "$BIN/loadgen" compare -targets "$API" -scenario spread -clients 16 -requests 200 -payment-delay 10ms -html "$LAB_DIR/compare.html" | tee "$LAB_DIR/compare.txt" # lab
-lab_expect "$LAB_DIR/compare.txt" '^global ' "global in the table"
-lab_expect "$LAB_DIR/compare.txt" '^keyed\+redis ' "keyed+redis in the table"
+lab_expect "$LAB_DIR/compare.txt" '^global/fence ' "global in the table"
+lab_expect "$LAB_DIR/compare.txt" '^keyed\+redis/fence ' "keyed+redis in the table"
 ls -l "$LAB_DIR/compare.html" # lab
 [ -s "$LAB_DIR/compare.html" ]
 echo "lab 8 passed"
