@@ -345,13 +345,10 @@ func (s *Service) bookBest(ctx context.Context, sc Screening, req BookRequest) (
 	if err := validateBest(sc, req.Count, req.Customer); err != nil {
 		return Confirmation{}, err
 	}
-	var idem *idempotency
-	if req.IdempotencyKey != "" {
-		// The request, not the seats it got, is what a retry repeats.
-		idem = newIdempotency(req.IdempotencyKey, []string{fmt.Sprintf("count=%d adjacent=%t", req.Count, req.Adjacent)}, req.Customer)
-		if c, ok, err := s.replay(ctx, s.store, sc.ID, idem); ok || err != nil {
-			return c, err
-		}
+	// The request, not the seats it got, is what a retry repeats.
+	idem := newIdempotency(req.IdempotencyKey, []string{fmt.Sprintf("count=%d adjacent=%t", req.Count, req.Adjacent)}, req.Customer)
+	if c, ok, err := s.replay(ctx, s.store, sc.ID, idem, nil); ok || err != nil {
+		return c, err
 	}
 	var c Confirmation
 	err := s.search(ctx, sc, req.Count, req.Adjacent, func(seats []string) (err error) {

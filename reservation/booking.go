@@ -61,12 +61,9 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 	if err != nil {
 		return Confirmation{}, err
 	}
-	var idem *idempotency
-	if req.IdempotencyKey != "" {
-		idem = newIdempotency(req.IdempotencyKey, seats, req.Customer)
-		if c, ok, err := s.replay(ctx, s.store, sc.ID, idem); ok || err != nil {
-			return c, err
-		}
+	idem := newIdempotency(req.IdempotencyKey, seats, req.Customer)
+	if c, ok, err := s.replay(ctx, s.store, sc.ID, idem, nil); ok || err != nil {
+		return c, err
 	}
 
 	lease, err := s.lock(ctx, sc, seats)
@@ -81,10 +78,8 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 
 	// A request with the same key may have booked while this one waited
 	// for the locks.
-	if idem != nil {
-		if c, ok, err := s.replay(ctx, store, sc.ID, idem); ok || err != nil {
-			return c, err
-		}
+	if c, ok, err := s.replay(ctx, store, sc.ID, idem, nil); ok || err != nil {
+		return c, err
 	}
 	// The check before the payment spares a customer a charge (and a
 	// refund) for seats that are gone. Without a payment nothing happens
@@ -98,14 +93,8 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 	// with that request's confirmation.)
 	if s.pays(sc) || sc.Guard != GuardFence {
 		if err := checkSeats(ctx, store, sc.ID, seats); err != nil {
-			// Without a lock (LockNone), a request with the same key may
-			// have written between the replay check above and this one:
-			// its seats are the ones taken, and the right answer is its
-			// confirmation.
-			if idem != nil && errors.Is(err, ErrSeatTaken) {
-				if c, ok, err := s.replay(ctx, store, sc.ID, idem); ok || err != nil {
-					return c, err
-				}
+			if c, ok, rerr := s.replay(ctx, store, sc.ID, idem, err); ok || rerr != nil {
+				return c, rerr
 			}
 			return Confirmation{}, err
 		}
@@ -256,7 +245,9 @@ func (s *Service) newWrite(sc Screening, bookingID string, seats []string, custo
 }
 
 // written turns the outcome of a booking's write into the answer: c when
-// the write succeeded (err == nil), and tells the event publisher.
+// the write succeeded (err == nil), and tells the event publisher; the
+// booking of a twin request when one refused it (see replay); else the
+// refusal.
 func (s *Service) written(ctx context.Context, screeningID string, c Confirmation, idem *idempotency, err error) (Confirmation, error) {
 	switch {
 	case err == nil:
@@ -264,14 +255,10 @@ func (s *Service) written(ctx context.Context, screeningID string, c Confirmatio
 		return c, nil
 	case errors.Is(err, ErrStaleToken):
 		return Confirmation{}, errorf(ErrLockLost, "a newer lock holder has written these seats")
-	case (errors.Is(err, ErrConflict) || errors.Is(err, ErrPaymentSettled)) && idem != nil:
-		// Another request with the same key wrote first: without a lock
-		// (LockNone), with other seats (their locks do not exclude each
-		// other), or with the same payment after this one's lock was lost.
-		c, ok, rerr := s.replay(ctx, s.store, screeningID, idem)
-		if ok || rerr != nil {
-			return c, rerr
-		}
+	}
+	// A refused write has rolled back, so a replay reads through the store.
+	if c, ok, rerr := s.replay(ctx, s.store, screeningID, idem, err); ok || rerr != nil {
+		return c, rerr
 	}
 	if errors.Is(err, ErrPaymentSettled) {
 		return Confirmation{}, fmt.Errorf("the payment was settled before the booking could be written, so nothing was booked and nothing is owed; try again: %w", ErrUnavailable)
