@@ -218,28 +218,7 @@ func (s *Service) search(ctx context.Context, sc Screening, count int, adjacent 
 	}
 	p := &picker{sc: sc, count: count, adjacent: adjacent,
 		order: s.orders.get(sc.Rows, sc.SeatsPerRow, width), skip: make([]bool, sc.Capacity())}
-	// unavailable marks the seats booked or held now. It runs again when a
-	// candidate turns out taken: under contention the map read at the
-	// start grows stale fast, and one read is cheaper than trying every
-	// seat others took since, one candidate at a time.
-	unavailable := func() error {
-		booked, err := s.store.BookedSeats(ctx, sc.ID)
-		if err != nil {
-			return err
-		}
-		held, err := s.store.SeatHolds(ctx, sc.ID)
-		if err != nil {
-			return err
-		}
-		for id := range booked {
-			p.mark([]string{id})
-		}
-		for id := range held {
-			p.mark([]string{id})
-		}
-		return nil
-	}
-	if err := unavailable(); err != nil {
+	if err := s.markUnavailable(ctx, p); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(s.opts.LockWait)
@@ -247,15 +226,7 @@ func (s *Service) search(ctx context.Context, sc Screening, count int, adjacent 
 	for {
 		set := p.candidate()
 		if set == nil {
-			what := fmt.Sprintf("%d free seats", count)
-			if adjacent && count > 1 {
-				what = fmt.Sprintf("%d free seats side by side", count)
-			}
-			msg := fmt.Sprintf("screening %s has no %s left", sc.ID, what)
-			if busy > 0 {
-				msg += " that nobody else is taking"
-			}
-			return &messageError{kind: ErrSoldOut, msg: msg}
+			return soldOut(sc.ID, count, adjacent, busy > 0)
 		}
 		if time.Now().After(deadline) {
 			return &messageError{kind: ErrSeatBusy, msg: fmt.Sprintf("no free seats could be had within the lock wait of %v; try again", s.opts.LockWait)}
@@ -279,18 +250,54 @@ func (s *Service) search(ctx context.Context, sc Screening, count int, adjacent 
 			p.mark(set)
 		case errors.As(err, &taken):
 			p.mark(taken.Seats)
-			if err := unavailable(); err != nil {
+			if err := s.markUnavailable(ctx, p); err != nil {
 				return err
 			}
 		case errors.As(err, &heldErr):
 			p.mark(heldErr.Seats)
-			if err := unavailable(); err != nil {
+			if err := s.markUnavailable(ctx, p); err != nil {
 				return err
 			}
 		default:
 			return err
 		}
 	}
+}
+
+// markUnavailable puts the seats booked or held now into p's skip. search
+// runs it again when a candidate turns out taken: under contention the map
+// read at the start grows stale fast, and one read is cheaper than trying
+// every seat others took since, one candidate at a time.
+func (s *Service) markUnavailable(ctx context.Context, p *picker) error {
+	booked, err := s.store.BookedSeats(ctx, p.sc.ID)
+	if err != nil {
+		return err
+	}
+	held, err := s.store.SeatHolds(ctx, p.sc.ID)
+	if err != nil {
+		return err
+	}
+	for id := range booked {
+		p.mark([]string{id})
+	}
+	for id := range held {
+		p.mark([]string{id})
+	}
+	return nil
+}
+
+// soldOut is the ErrSoldOut of a search that has no candidate left; busy
+// says that some were skipped because someone else was taking them.
+func soldOut(screeningID string, count int, adjacent, busy bool) error {
+	what := fmt.Sprintf("%d free seats", count)
+	if adjacent && count > 1 {
+		what = fmt.Sprintf("%d free seats side by side", count)
+	}
+	msg := fmt.Sprintf("screening %s has no %s left", screeningID, what)
+	if busy {
+		msg += " that nobody else is taking"
+	}
+	return &messageError{kind: ErrSoldOut, msg: msg}
 }
 
 // tryLock takes the seats' locks of the screening's strategy without
@@ -345,13 +352,10 @@ func (s *Service) bookBest(ctx context.Context, sc Screening, req BookRequest) (
 	if err := validateBest(sc, req.Count, req.Customer); err != nil {
 		return Confirmation{}, err
 	}
-	var idem *idempotency
-	if req.IdempotencyKey != "" {
-		// The request, not the seats it got, is what a retry repeats.
-		idem = newIdempotency(req.IdempotencyKey, []string{fmt.Sprintf("count=%d adjacent=%t", req.Count, req.Adjacent)}, req.Customer)
-		if c, ok, err := s.replay(ctx, s.store, sc.ID, idem); ok || err != nil {
-			return c, err
-		}
+	// The request, not the seats it got, is what a retry repeats.
+	idem := newIdempotency(req.IdempotencyKey, []string{fmt.Sprintf("count=%d adjacent=%t", req.Count, req.Adjacent)}, req.Customer)
+	if c, ok, err := s.replay(ctx, s.store, sc.ID, idem, nil); ok || err != nil {
+		return c, err
 	}
 	var c Confirmation
 	err := s.search(ctx, sc, req.Count, req.Adjacent, func(seats []string) (err error) {

@@ -30,22 +30,20 @@ type Confirmation struct {
 	Token   string
 }
 
-// Book books seats for a customer, all or nothing. It validates the request,
-// sorts the seats, takes the locks of the screening's strategy in that order,
-// checks the seats are neither booked nor held, waits the payment delay,
-// writes through the screening's guard, and releases the locks. Without a
-// payment (no provider, no delay) the guarded write is the check: it
-// refuses seats in use with the same errors, in one round trip to the
-// store instead of two. Under LockPostgresXact the locks belong to a
-// transaction of the store, and the check and the write go through that
-// transaction (see TxLease).
+// Book books seats for a customer, all or nothing, in the steps of a
+// booking: validate the request, take the seat locks of the screening's
+// strategy in the seats' sorted order, check the seats under the locks,
+// pay, write through the screening's guard, and release the locks. Under
+// LockPostgresXact the locks belong to a transaction of the store, and the
+// check and the write go through that transaction (see TxLease).
 //
 // It returns ErrInvalid, ErrNotFound, ErrSeatTaken (a *SeatsTakenError),
 // ErrSeatHeld (a *SeatsHeldError),
 // ErrSeatBusy when the locks could not be had within the lock wait,
 // ErrLockLost when the lock was lost before the write, ErrIdempotencyMismatch,
 // ErrUnavailable, or the context's error. A request with an idempotency key
-// that already made a booking returns that booking's confirmation again.
+// that already made a booking returns that booking's confirmation again
+// (see replay).
 func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, error) {
 	sc, err := s.Screening(ctx, req.ScreeningID)
 	if err != nil {
@@ -61,12 +59,9 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 	if err != nil {
 		return Confirmation{}, err
 	}
-	var idem *idempotency
-	if req.IdempotencyKey != "" {
-		idem = newIdempotency(req.IdempotencyKey, seats, req.Customer)
-		if c, ok, err := s.replay(ctx, s.store, sc.ID, idem); ok || err != nil {
-			return c, err
-		}
+	idem := newIdempotency(req.IdempotencyKey, seats, req.Customer)
+	if c, ok, err := s.replay(ctx, s.store, sc.ID, idem, nil); ok || err != nil {
+		return c, err
 	}
 
 	lease, err := s.lock(ctx, sc, seats)
@@ -79,60 +74,51 @@ func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, erro
 	defer s.release(ctx, lease)
 	store := s.storeOf(lease)
 
-	// A request with the same key may have booked while this one waited
-	// for the locks.
-	if idem != nil {
-		if c, ok, err := s.replay(ctx, store, sc.ID, idem); ok || err != nil {
-			return c, err
-		}
-	}
-	// The check before the payment spares a customer a charge (and a
-	// refund) for seats that are gone. Without a payment nothing happens
-	// between check and write, and the fenced write refuses seats in use
-	// with the same errors, taken before held: so the check is left to the
-	// write, and a booking is one round trip to the store. A blind write
-	// (guard=off) refuses nothing, so there the check stays: without it a
-	// seat booked long ago would be booked again, not only in a race.
-	// (A write refused because a request with the same idempotency key
-	// wrote first fails on the key, ErrConflict, which written answers
-	// with that request's confirmation.)
-	if s.pays(sc) || sc.Guard != GuardFence {
-		if err := checkSeats(ctx, store, sc.ID, seats); err != nil {
-			// Without a lock (LockNone), a request with the same key may
-			// have written between the replay check above and this one:
-			// its seats are the ones taken, and the right answer is its
-			// confirmation.
-			if idem != nil && errors.Is(err, ErrSeatTaken) {
-				if c, ok, err := s.replay(ctx, store, sc.ID, idem); ok || err != nil {
-					return c, err
-				}
-			}
-			return Confirmation{}, err
-		}
+	if c, ok, err := s.check(ctx, store, sc, seats, idem); ok || err != nil {
+		return c, err
 	}
 	return s.payAndWrite(ctx, store, sc, seats, req.Customer, lease, idem)
+}
+
+// check runs under the seat locks, before the payment. It answers with
+// the booking of a twin request (the same Idempotency-Key) that wrote
+// while this one waited for the locks (ok), and, where needsCheck says so,
+// refuses seats that are booked or held, unless a twin took them (see
+// replay). ok false and err nil let the booking pay and write.
+func (s *Service) check(ctx context.Context, store bookingStore, sc Screening, seats []string, idem *idempotency) (c Confirmation, ok bool, err error) {
+	if c, ok, err := s.replay(ctx, store, sc.ID, idem, nil); ok || err != nil {
+		return c, ok, err
+	}
+	if !s.needsCheck(sc) {
+		return Confirmation{}, false, nil
+	}
+	if err := checkFree(ctx, store, sc.ID, seats); err != nil {
+		if c, ok, rerr := s.replay(ctx, store, sc.ID, idem, err); ok || rerr != nil {
+			return c, ok, rerr
+		}
+		return Confirmation{}, false, err
+	}
+	return Confirmation{}, false, nil
+}
+
+// needsCheck reports whether a booking of sc checks its seats before it
+// pays and writes, or leaves the check to its write.
+//
+// A booking that pays checks: the check spares a customer a charge (and a
+// refund) for seats that are gone. Without a payment nothing happens
+// between check and write, and the fenced write refuses seats in use with
+// the same errors, taken before held: so the write is the check, and a
+// booking is one round trip to the store instead of two. A blind write
+// (GuardOff) refuses nothing, so there the check stays: without it a seat
+// booked long ago would be booked again, not only in a race.
+func (s *Service) needsCheck(sc Screening) bool {
+	return s.pays(sc) || sc.Guard != GuardFence
 }
 
 // pays reports whether a booking of sc pays inside its critical section:
 // through a provider, or a simulated payment that takes time.
 func (s *Service) pays(sc Screening) bool {
 	return s.opts.Payments != nil || sc.PaymentDelay > 0
-}
-
-// checkSeats returns a *SeatsTakenError or a *SeatsHeldError when some of
-// the seats are in use, reading through r.
-func checkSeats(ctx context.Context, r Reader, screeningID string, seats []string) error {
-	taken, held, err := r.SeatsInUse(ctx, screeningID, seats)
-	if err != nil {
-		return err
-	}
-	if len(taken) > 0 {
-		return &SeatsTakenError{Seats: taken}
-	}
-	if len(held) > 0 {
-		return &SeatsHeldError{Seats: held}
-	}
-	return nil
 }
 
 // validateBooking checks a booking request against the screening and returns
@@ -256,7 +242,9 @@ func (s *Service) newWrite(sc Screening, bookingID string, seats []string, custo
 }
 
 // written turns the outcome of a booking's write into the answer: c when
-// the write succeeded (err == nil), and tells the event publisher.
+// the write succeeded (err == nil), and tells the event publisher; the
+// booking of a twin request when one refused it (see replay); else the
+// refusal.
 func (s *Service) written(ctx context.Context, screeningID string, c Confirmation, idem *idempotency, err error) (Confirmation, error) {
 	switch {
 	case err == nil:
@@ -264,14 +252,10 @@ func (s *Service) written(ctx context.Context, screeningID string, c Confirmatio
 		return c, nil
 	case errors.Is(err, ErrStaleToken):
 		return Confirmation{}, errorf(ErrLockLost, "a newer lock holder has written these seats")
-	case (errors.Is(err, ErrConflict) || errors.Is(err, ErrPaymentSettled)) && idem != nil:
-		// Another request with the same key wrote first: without a lock
-		// (LockNone), with other seats (their locks do not exclude each
-		// other), or with the same payment after this one's lock was lost.
-		c, ok, rerr := s.replay(ctx, s.store, screeningID, idem)
-		if ok || rerr != nil {
-			return c, rerr
-		}
+	}
+	// A refused write has rolled back, so a replay reads through the store.
+	if c, ok, rerr := s.replay(ctx, s.store, screeningID, idem, err); ok || rerr != nil {
+		return c, rerr
 	}
 	if errors.Is(err, ErrPaymentSettled) {
 		return Confirmation{}, fmt.Errorf("the payment was settled before the booking could be written, so nothing was booked and nothing is owed; try again: %w", ErrUnavailable)

@@ -22,7 +22,13 @@ type idempotency struct {
 	sealKey     [32]byte
 }
 
+// newIdempotency derives what a request with the Idempotency-Key key
+// repeats: its sorted seats and its customer. It returns nil for a request
+// without a key.
 func newIdempotency(key string, sortedSeats []string, customer string) *idempotency {
+	if key == "" {
+		return nil
+	}
 	kh := sha256.Sum256([]byte("seatlock idempotency key\x00" + key))
 	rh := sha256.Sum256([]byte(strings.Join(sortedSeats, ",") + "\x00" + customer))
 	return &idempotency{
@@ -32,9 +38,30 @@ func newIdempotency(key string, sortedSeats []string, customer string) *idempote
 	}
 }
 
-// replay returns the confirmation of the booking that the key made before,
-// if any, reading through r. ok is false when the key is new.
-func (s *Service) replay(ctx context.Context, r Reader, screeningID string, idem *idempotency) (c Confirmation, ok bool, err error) {
+// replay decides, for every booking path, whether a request repeats one
+// that booked before under its Idempotency-Key, and if so answers it with
+// that booking's confirmation (ok), or ErrIdempotencyMismatch when the key
+// was used with another request. It reads through r.
+//
+// A booking looks at three moments, and refused says which:
+//   - before the lock (refused nil): a retry of a request that booked is
+//     answered at once, without waiting for locks;
+//   - under the lock (refused nil): a twin request, with the same key,
+//     wrote while this one waited for the locks;
+//   - after a refusal (refused is the check's or the write's error): a twin
+//     wrote first without a lock (LockNone), with other seats (best
+//     available, whose locks do not exclude each other), or with the same
+//     payment after this one's lock was lost. Only the refusals a twin
+//     causes are looked into: its seats taken (ErrSeatTaken), its key
+//     taken (ErrConflict), or its payment booked (ErrPaymentSettled).
+//
+// ok is false, and err nil, when the request has no key, when refused is
+// another refusal, or when the key has made no booking: the booking goes
+// on, or answers refused.
+func (s *Service) replay(ctx context.Context, r Reader, screeningID string, idem *idempotency, refused error) (c Confirmation, ok bool, err error) {
+	if idem == nil || refused != nil && !refusedByTwin(refused) {
+		return Confirmation{}, false, nil
+	}
 	rec, err := r.Idempotent(ctx, screeningID, idem.keyHash)
 	if errors.Is(err, ErrNotFound) {
 		return Confirmation{}, false, nil
@@ -54,6 +81,12 @@ func (s *Service) replay(ctx context.Context, r Reader, screeningID string, idem
 		return Confirmation{}, true, err
 	}
 	return Confirmation{Booking: b, Token: token}, true, nil
+}
+
+// refusedByTwin reports whether err is a refusal that a twin request's
+// booking can cause (see replay).
+func refusedByTwin(err error) bool {
+	return errors.Is(err, ErrSeatTaken) || errors.Is(err, ErrConflict) || errors.Is(err, ErrPaymentSettled)
 }
 
 func (i *idempotency) record(bookingID, token string, at time.Time) (IdempotencyRecord, error) {
