@@ -26,11 +26,9 @@ var (
 var (
 	//go:embed acquire.lua
 	acquireSource string
-	//go:embed release.lua
-	releaseSource string
 
 	acquireScript = redis.NewScript(acquireSource)
-	releaseScript = redis.NewScript(releaseSource)
+	releaseScript = redis.NewScript(luascript.Release)
 	refreshScript = redis.NewScript(luascript.Refresh)
 )
 

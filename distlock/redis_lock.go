@@ -24,7 +24,7 @@ type redisLock struct {
 	// key of names[i]. keys, lockKeys and acquireKeys are views of it.
 	names       []string
 	keys        []string // the caller's keys, in order
-	lockKeys    []string // KEYS of refresh.lua (internal/luascript) and release.lua; also the release channels
+	lockKeys    []string // KEYS of refresh.lua and release.lua (internal/luascript); also the release channels
 	acquireKeys []string // KEYS of acquire.lua: the lock keys, then the fence counters
 
 	// argv is the ARGV of the scripts: the owner token and the lease in

@@ -11,13 +11,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/internal/testenv"
+	"github.com/seatlock/seatlock/reservation"
 )
 
 // lockKey is the Redis key of a seat's lock (distlock's default prefix and
 // reservation.SeatKey; see the "Redis keys" section of the distlock package
 // comment).
 func lockKey(screeningID, seat string) string {
-	return "seatlock:lock:{" + screeningID + "}:" + seat
+	return "seatlock:lock:" + reservation.SeatKey(screeningID, seat)
 }
 
 // owner returns the owner token in the value of a lock key: the value less

@@ -67,7 +67,7 @@ type keyed struct {
 func (k keyed) LockSeats(ctx context.Context, screeningID string, seats []string) (reservation.SeatLease, error) {
 	keys := make([]string, len(seats))
 	for i, seat := range seats {
-		keys[i] = screeningID + "/" + seat
+		keys[i] = reservation.SeatKey(screeningID, seat)
 	}
 	unlock, err := k.m.LockAll(ctx, keys...)
 	if err != nil {
@@ -85,9 +85,9 @@ func (f releaseFunc) Lost() <-chan struct{}         { return nil }
 func (f releaseFunc) Release(context.Context) error { f(); return nil }
 
 // Distributed returns a locker that takes one distributed lock per seat from
-// l, all seats of a booking in one Obtain. The lock keys put the screening id
-// in a Redis Cluster hash tag, "{screening}:C7", so all the seats of one
-// screening live in one slot and can be taken by one script.
+// l, all seats of a booking in one Obtain. The lock keys (reservation.SeatKey)
+// put the screening id in a Redis Cluster hash tag, "{screening}:C7", so all
+// the seats of one screening live in one slot and can be taken by one script.
 func Distributed(l distlock.Locker) reservation.SeatLocker {
 	return distributed{l: l}
 }
@@ -96,15 +96,10 @@ type distributed struct {
 	l distlock.Locker
 }
 
-// SeatKey returns the distributed lock key of a seat (reservation.SeatKey).
-func SeatKey(screeningID, seat string) string {
-	return reservation.SeatKey(screeningID, seat)
-}
-
 func (d distributed) LockSeats(ctx context.Context, screeningID string, seats []string) (reservation.SeatLease, error) {
 	keys := make([]string, len(seats))
 	for i, seat := range seats {
-		keys[i] = SeatKey(screeningID, seat)
+		keys[i] = reservation.SeatKey(screeningID, seat)
 	}
 	lock, err := d.l.Obtain(ctx, keys...)
 	switch {
@@ -123,7 +118,7 @@ type distributedLease struct {
 }
 
 func (l distributedLease) Fence(seat string) int64 {
-	return l.lock.Token(SeatKey(l.screeningID, seat))
+	return l.lock.Token(reservation.SeatKey(l.screeningID, seat))
 }
 
 func (l distributedLease) Lost() <-chan struct{} { return l.lock.Lost() }

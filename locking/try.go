@@ -33,7 +33,7 @@ func (k keyed) TryLockSeats(_ context.Context, screeningID string, seats []strin
 		}
 	}
 	for _, seat := range seats {
-		key := screeningID + "/" + seat
+		key := reservation.SeatKey(screeningID, seat)
 		if !k.m.TryLock(key) {
 			unlock()
 			return nil, errBusy(seat)
@@ -56,7 +56,7 @@ func (d distributed) TryLockSeats(ctx context.Context, screeningID string, seats
 	}
 	keys := make([]string, len(seats))
 	for i, seat := range seats {
-		keys[i] = SeatKey(screeningID, seat)
+		keys[i] = reservation.SeatKey(screeningID, seat)
 	}
 	lock, err := t.TryObtain(ctx, keys...)
 	switch {
@@ -80,7 +80,7 @@ func (d distributed) busy(ctx context.Context, t tryObtainer, screeningID string
 	}
 	var held []string
 	for _, seat := range seats {
-		lock, err := t.TryObtain(ctx, SeatKey(screeningID, seat))
+		lock, err := t.TryObtain(ctx, reservation.SeatKey(screeningID, seat))
 		if err != nil {
 			held = append(held, seat)
 			continue

@@ -122,10 +122,10 @@ func TestBestAvailableSkipsLockedSeats(t *testing.T) {
 				Lockers: map[reservation.Strategy]reservation.SeatLocker{reservation.LockKeyed: locking.Keyed(m)}})
 			sc := screeningOf(t, svc, 1, 5, reservation.LockKeyed)
 			return setup{svc, sc, func(seat string) func() {
-				if !m.TryLock(sc.ID + "/" + seat) {
+				if !m.TryLock(reservation.SeatKey(sc.ID, seat)) {
 					t.Fatal("seat lock taken")
 				}
-				return func() { m.Unlock(sc.ID + "/" + seat) }
+				return func() { m.Unlock(reservation.SeatKey(sc.ID, seat)) }
 			}}
 		},
 		"keyed+redis": func(t *testing.T) setup {

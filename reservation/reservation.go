@@ -48,7 +48,7 @@ const (
 )
 
 // SeatKey returns the lock key of a seat, "{screening}:seat". Every
-// distributed strategy locks this key, and the two Postgres strategies rely
+// per-seat strategy locks this key, and the two Postgres strategies rely
 // on it being the same so that they exclude each other on a seat. The
 // braces keep all seats of a screening in one Redis Cluster hash slot.
 func SeatKey(screeningID, seat string) string {

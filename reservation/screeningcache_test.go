@@ -24,11 +24,6 @@ func (s *countingStore) SeatsInUse(ctx context.Context, screeningID string, seat
 	return s.Store.SeatsInUse(ctx, screeningID, seats)
 }
 
-func (s *countingStore) TakenSeats(ctx context.Context, screeningID string, seats []string) ([]string, error) {
-	s.checks.Add(1)
-	return s.Store.TakenSeats(ctx, screeningID, seats)
-}
-
 // newCountingService returns a service over a fresh countingStore, whose
 // strategy LockRedis is a fakeLocker.
 func newCountingService() (*reservation.Service, *countingStore) {

@@ -44,10 +44,6 @@ type Store interface {
 	// confirmed. It does not check that the screening exists.
 	DoubleBookedSeats(ctx context.Context, screeningID string) (map[string][]string, error)
 
-	// TakenSeats returns which of the given seats of a screening are booked,
-	// in the order given.
-	TakenSeats(ctx context.Context, screeningID string, seats []string) ([]string, error)
-
 	// Book writes a confirmed booking and gives it its seats, all or
 	// nothing, in one transaction. With GuardFence a seat is given only if
 	// it is free (else *SeatsTakenError naming every such seat), not held

@@ -43,8 +43,6 @@ type TxLease interface {
 // Reader is what a booking reads while it checks its seats: the reading
 // half of a Store. A Store is one; so is a TxLease.
 type Reader interface {
-	// TakenSeats is Store.TakenSeats.
-	TakenSeats(ctx context.Context, screeningID string, seats []string) ([]string, error)
 	// Idempotent is Store.Idempotent.
 	Idempotent(ctx context.Context, screeningID string, keyHash []byte) (IdempotencyRecord, error)
 	// SeatsInUse is Store.SeatsInUse.

@@ -41,13 +41,11 @@ var (
 	acquireSource string
 	//go:embed raise.lua
 	raiseSource string
-	//go:embed release.lua
-	releaseSource string
 
 	acquireScript = redis.NewScript(acquireSource)
 	raiseScript   = redis.NewScript(raiseSource)
 	refreshScript = redis.NewScript(luascript.Refresh)
-	releaseScript = redis.NewScript(releaseSource)
+	releaseScript = redis.NewScript(luascript.Release)
 )
 
 // Client is what a Locker needs from the go-redis client of one node:

@@ -12,7 +12,7 @@
 //
 // The mutex serialises only the store's own short critical sections; it is
 // not the seat lock of a booking. A booking that checks the seats with
-// TakenSeats, waits for its payment and then calls Book may find that the
+// SeatsInUse, waits for its payment and then calls Book may find that the
 // seats were taken in between: the guard catches that, the lock of the
 // booking's strategy is what keeps it from happening in the first place.
 //

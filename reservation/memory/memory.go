@@ -198,22 +198,6 @@ func (s *Store) DoubleBookedSeats(ctx context.Context, screeningID string) (map[
 	return claims, nil
 }
 
-// TakenSeats returns which of the given seats are booked, in the order given.
-func (s *Store) TakenSeats(ctx context.Context, screeningID string, seats []string) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	var taken []string
-	for _, seat := range seats {
-		if s.seats[screeningID][seat].holder != "" {
-			taken = append(taken, seat)
-		}
-	}
-	return taken, nil
-}
-
 // Book writes a confirmed booking and gives it its seats, all or nothing.
 //
 // With reservation.GuardFence every seat must be free and, when the write

@@ -240,10 +240,6 @@ func (t *lockedTx) book(ctx context.Context, w reservation.Write) error {
 	return err
 }
 
-func (t *lockedTx) TakenSeats(ctx context.Context, screeningID string, seats []string) ([]string, error) {
-	return takenSeats(ctx, t.tx, screeningID, seats)
-}
-
 func (t *lockedTx) Idempotent(ctx context.Context, screeningID string, keyHash []byte) (reservation.IdempotencyRecord, error) {
 	return idempotent(ctx, t.tx, screeningID, keyHash)
 }

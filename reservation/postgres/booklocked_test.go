@@ -173,8 +173,8 @@ func bookPair(ctx context.Context, store *postgres.Store, screeningID string, se
 	}
 	tx := lease.(reservation.TxLease)
 	defer tx.Release(ctx)
-	taken, err := tx.TakenSeats(ctx, screeningID, seats)
-	if err != nil || len(taken) > 0 {
+	taken, held, err := tx.SeatsInUse(ctx, screeningID, seats)
+	if err != nil || len(taken)+len(held) > 0 {
 		return false, err
 	}
 	time.Sleep(5 * time.Millisecond) // hold the first lock while others queue
@@ -293,9 +293,9 @@ func TestXactCancelDuringPaymentWritesNothing(t *testing.T) {
 	if n := count(`SELECT count(*) FROM bookings`); n != 0 {
 		t.Errorf("%d bookings written, want 0", n)
 	}
-	taken, err := store.TakenSeats(t.Context(), sc.ID, []string{"A1", "A2"})
-	if err != nil || len(taken) > 0 {
-		t.Errorf("TakenSeats = %v, %v; want none", taken, err)
+	taken, held, err := store.SeatsInUse(t.Context(), sc.ID, []string{"A1", "A2"})
+	if err != nil || len(taken)+len(held) > 0 {
+		t.Errorf("SeatsInUse = %v, %v, %v; want none", taken, held, err)
 	}
 }
 
@@ -414,7 +414,7 @@ func TestXactBookingsLeaveConnections(t *testing.T) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if _, err := store.TakenSeats(rctx, sc.ID, []string{"B1"}); err != nil {
+	if _, _, err := store.SeatsInUse(rctx, sc.ID, []string{"B1"}); err != nil {
 		t.Errorf("a read while a booking holds its transaction: %v", err)
 	}
 

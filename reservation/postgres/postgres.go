@@ -211,33 +211,12 @@ HAVING count(*) > 1`, screeningID)
 	return claims, nil
 }
 
-const selectTakenSeats = `
-SELECT s.seat
-FROM unnest($2::text[]) WITH ORDINALITY AS asked (seat, n)
-JOIN seats s ON s.screening_id = $1 AND s.seat = asked.seat
-WHERE s.booking_id IS NOT NULL
-ORDER BY asked.n`
-
-// TakenSeats returns which of the given seats are booked, in the order given.
-func (s *Store) TakenSeats(ctx context.Context, screeningID string, seats []string) ([]string, error) {
-	return takenSeats(ctx, s.pool, screeningID, seats)
-}
-
 // querier is what the reads need of a pool or a transaction, so that a
 // booking's critical section can read through the transaction that holds
 // its locks (see XactLocker).
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-func takenSeats(ctx context.Context, q querier, screeningID string, seats []string) ([]string, error) {
-	if len(seats) == 0 {
-		return nil, nil
-	}
-	rows, _ := q.Query(ctx, selectTakenSeats, screeningID, seats)
-	taken, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return taken, translate("taken seats", err)
 }
 
 const insertBooking = `
@@ -377,6 +356,13 @@ func bookResults(results pgx.BatchResults) ([]string, error) {
 	}
 	return written, results.Close()
 }
+
+const selectTakenSeats = `
+SELECT s.seat
+FROM unnest($2::text[]) WITH ORDINALITY AS asked (seat, n)
+JOIN seats s ON s.screening_id = $1 AND s.seat = asked.seat
+WHERE s.booking_id IS NOT NULL
+ORDER BY asked.n`
 
 // refusal finds out why the guard refused some seats of b, inside the
 // transaction that tried to write them. The upsert has locked every seat row

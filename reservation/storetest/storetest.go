@@ -23,7 +23,7 @@ func Run(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("book", func(t *testing.T) { testBook(t, newStore) })
 	t.Run("fence", func(t *testing.T) { testFence(t, newStore) })
 	t.Run("guard off", func(t *testing.T) { testGuardOff(t, newStore) })
-	t.Run("taken seats", func(t *testing.T) { testTakenSeats(t, newStore) })
+	t.Run("seats in use", func(t *testing.T) { testSeatsInUse(t, newStore) })
 	t.Run("cancel", func(t *testing.T) { testCancel(t, newStore) })
 	t.Run("idempotency", func(t *testing.T) { testIdempotency(t, newStore) })
 	t.Run("copies", func(t *testing.T) { testCopies(t, newStore) })
@@ -383,31 +383,31 @@ func testGuardOff(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	})
 }
 
-func testTakenSeats(t *testing.T, newStore func(t *testing.T) reservation.Store) {
+func testSeatsInUse(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	store, ctx := newStore(t), t.Context()
 	sc := newScreening(t, store)
-	w := newWrite(sc, "A1", "C3")
-	mustBook(t, store, w)
+	mustBook(t, store, newWrite(sc, "A1", "C3"))
+	mustHold(t, store, newHoldWrite(sc, time.Minute, "B1", "B3"))
 
 	tests := []struct {
-		name  string
-		seats []string
-		want  []string
+		name        string
+		seats       []string
+		taken, held []string
 	}{
-		{"taken seats in the order asked", []string{"C3", "B2", "A1"}, []string{"C3", "A1"}},
-		{"free seats only", []string{"A2", "Z9"}, nil},
-		{"nothing asked", nil, nil},
+		{"booked seats in the order asked", []string{"C3", "B2", "A1"}, []string{"C3", "A1"}, nil},
+		{"booked and held, each in the order asked", []string{"B3", "C3", "A2", "B1", "A1"}, []string{"C3", "A1"}, []string{"B3", "B1"}},
+		{"free seats only", []string{"A2", "Z9"}, nil, nil},
+		{"nothing asked", nil, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := store.TakenSeats(ctx, sc.ID, tt.seats)
+			taken, held, err := store.SeatsInUse(ctx, sc.ID, tt.seats)
 			if err != nil {
-				t.Fatalf("TakenSeats: %v", err)
+				t.Fatalf("SeatsInUse: %v", err)
 			}
-			if len(got) != 0 || len(tt.want) != 0 {
-				if !slices.Equal(got, tt.want) {
-					t.Fatalf("TakenSeats(%v) = %v, want %v", tt.seats, got, tt.want)
-				}
+			// slices.Equal takes nil and empty alike.
+			if !slices.Equal(taken, tt.taken) || !slices.Equal(held, tt.held) {
+				t.Fatalf("SeatsInUse(%v) = taken %v, held %v; want taken %v, held %v", tt.seats, taken, held, tt.taken, tt.held)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 // Package luascript holds the Lua scripts that more than one Redis backend
 // runs, so that each exists once: the Redis backend in package distlock
-// and Redlock, on each of its nodes, extend a lease the same way.
+// and Redlock, on each of its nodes, extend a lease and release a lock the
+// same way.
 package luascript
 
 import _ "embed"
@@ -10,3 +11,9 @@ import _ "embed"
 //
 //go:embed refresh.lua
 var Refresh string
+
+// Release is the source of release.lua: it deletes the lock keys that
+// still hold the caller's owner token, and wakes their waiters.
+//
+//go:embed release.lua
+var Release string
