@@ -253,8 +253,12 @@ func (s *Service) charge(ctx context.Context, sc Screening, p Payment, lease Sea
 }
 
 // settleTimeout bounds a settle the service runs itself, provider call
-// included.
-const settleTimeout = 10 * time.Second
+// included, and settleAttempt each try of it: a try stuck on a connection
+// the network dropped gives way to the next.
+const (
+	settleTimeout = 10 * time.Second
+	settleAttempt = 3 * time.Second
+)
 
 // settle settles the payment with the id at once, as the reconciler would:
 // unless its booking was written, the charge made under it is refunded or
@@ -262,22 +266,25 @@ const settleTimeout = 10 * time.Second
 // store or the provider could not be reached, which leaves the payment to
 // the reconciler.
 //
-// A store out of reach is tried again, for up to settleTimeout: after a
-// write in doubt, the payment is what tells the client whether it has a
-// booking. A provider out of reach is not: the reconciler tries later.
+// A store that fails to answer (out of reach, a connection broken under
+// the query) is tried again, for up to settleTimeout: after a write in
+// doubt, the payment is what tells the client whether it has a booking.
+// A provider out of reach is not: the reconciler tries later.
 func (s *Service) settle(ctx context.Context, id string) PaymentStatus {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
 		asked := false // the provider was asked: the store answered
-		p, err := s.store.SettlePayment(ctx, id, func(ctx context.Context, p Payment) (PaymentStatus, error) {
+		attempt, cancelAttempt := context.WithTimeout(ctx, settleAttempt)
+		p, err := s.store.SettlePayment(attempt, id, func(ctx context.Context, p Payment) (PaymentStatus, error) {
 			asked = true
 			return s.refund(ctx, p)
 		})
+		cancelAttempt()
 		if err == nil {
 			return p.Status
 		}
-		if asked || !errors.Is(err, ErrUnavailable) || sleep(ctx, pause) != nil {
+		if asked || errors.Is(err, ErrNotFound) || sleep(ctx, pause) != nil {
 			s.opts.Logger.Warn("settling a payment: left to the reconciler", "payment_id", id, "err", err)
 			return PaymentPending
 		}

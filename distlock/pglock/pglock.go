@@ -205,7 +205,8 @@ func keyID(namespace, key string) int64 {
 // the same order, so no two waiters can wait for each other.
 //
 // When ctx ends first, a cancel request stops the wait on the server, the
-// connection is closed (which frees what it took) and the error is
+// connection is closed (the server frees what it took as it ends the
+// session, a moment after Obtain returns) and the error is
 // errors.Join(distlock.ErrNotAcquired, ctx.Err()); but when ctx's deadline
 // passed before the pool lent a connection, it is ErrPoolExhausted. An
 // error from Postgres (it cannot be reached, the fence table cannot be
