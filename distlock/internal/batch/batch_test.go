@@ -217,30 +217,19 @@ func TestBatchRepliesReachTheirCallers(t *testing.T) {
 // any, which is no split.
 func TestBatchSendsOneWavePerRoundTrip(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	h := &batchHook{}
-	b := newHookedBatcher(t, h)
-	script := echo(t)
-	if err := script.Load(t.Context(), b.client).Err(); err != nil {
-		t.Fatal(err) // else the first batch's NOSCRIPT retries would be round trips too
-	}
 	const goroutines, calls = 16, 200
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Go(func() {
-			for range calls {
-				if err := b.Run(t.Context(), script, nil, g).Err(); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
+	// On a loaded machine the one P may run every goroutine's calls in
+	// turn, so that no batch forms and the run proves nothing: it is run
+	// again, a bounded number of times.
+	var h *batchHook
+	for try := 0; try < 10 && (h == nil || len(h.sizes) == 0); try++ {
+		h = &batchHook{}
+		runWaves(t, newHookedBatcher(t, h), goroutines, calls)
 	}
-	wg.Wait()
-
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.sizes) == 0 {
-		t.Fatal("no batch formed, so this test proved nothing")
+		t.Fatal("no batch formed in 10 runs, so this test proved nothing")
 	}
 	leftBehind := 0
 	made := map[any]int{} // calls sent, by caller
@@ -260,6 +249,28 @@ func TestBatchSendsOneWavePerRoundTrip(t *testing.T) {
 		t.Errorf("%d of %d round trips left a caller behind; want at most 10: the waves split",
 			leftBehind, len(h.roundTrips))
 	}
+}
+
+// runWaves has goroutines callers make calls calls each through b, each
+// coming straight back for the next.
+func runWaves(t *testing.T, b *Batcher, goroutines, calls int) {
+	t.Helper()
+	script := echo(t)
+	if err := script.Load(t.Context(), b.client).Err(); err != nil {
+		t.Fatal(err) // else the first batch's NOSCRIPT retries would be round trips too
+	}
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for range calls {
+				if err := b.Run(t.Context(), script, nil, g).Err(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestBatchRunsScriptsTheServerHasNotSeen(t *testing.T) {
