@@ -23,7 +23,7 @@ go run ./docs/workshop/redisteps/step5-lua | tee "$LAB_DIR/5.txt" # lab
 lab_expect "$LAB_DIR/5.txt" '^A: release script deleted 0 key$' "A's late release deletes nothing"
 lab_expect "$LAB_DIR/5.txt" '^C: SET NX PX with its token false$' "C stays out"
 
-cat distlock/release.lua # lab
+cat distlock/internal/luascript/release.lua # lab
 go run ./docs/workshop/showexample ./distlock Example | tee "$LAB_DIR/example.txt" # lab
 lab_expect "$LAB_DIR/example.txt" '^next holder of C7 gets token 2$' "the next holder gets a higher token"
 lab_expect "$LAB_DIR/example.txt" '^-- the same as its // Output: block$' "Example prints its // Output: block"
