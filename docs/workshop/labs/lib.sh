@@ -204,16 +204,24 @@ lab_sentinel() {
 		redis-cli -p "$rport" info replication | grep -q '^master_link_status:up' && break
 		sleep 0.1
 	done
-	sport=$(lab_free_port)
-	conf="$LAB_DIR/sentinel-$sport.conf"
-	printf 'port %s\nbind 127.0.0.1\nsentinel monitor seatlock 127.0.0.1 %s 1\nsentinel down-after-milliseconds seatlock 500\nsentinel failover-timeout seatlock 5000\n' \
-		"$sport" "$pport" >"$conf"
-	redis-sentinel "$conf" >"$LAB_DIR/sentinel-$sport.log" 2>&1 </dev/null &
-	echo "$! sentinel-$sport" >>"$LAB_DIR/pids"
-	for _ in $(seq 100); do
-		[ "$(redis-cli -p "$sport" sentinel get-master-addr-by-name seatlock 2>/dev/null | tail -n 1)" = "$pport" ] &&
-			{ echo "redis+sentinel://127.0.0.1:$sport/0?master_name=seatlock"; return 0; }
-		sleep 0.1
+	# A free port can be taken by someone else before the Sentinel binds
+	# it: then it exits at once, and another port is tried.
+	local try pid
+	for try in 1 2 3; do
+		sport=$(lab_free_port)
+		conf="$LAB_DIR/sentinel-$sport.conf"
+		printf 'port %s\nbind 127.0.0.1\nsentinel monitor seatlock 127.0.0.1 %s 1\nsentinel down-after-milliseconds seatlock 500\nsentinel failover-timeout seatlock 5000\n' \
+			"$sport" "$pport" >"$conf"
+		redis-sentinel "$conf" >"$LAB_DIR/sentinel-$sport.log" 2>&1 </dev/null &
+		pid=$!
+		echo "$pid sentinel-$sport" >>"$LAB_DIR/pids"
+		for _ in $(seq 100); do
+			[ "$(redis-cli -p "$sport" sentinel get-master-addr-by-name seatlock 2>/dev/null | tail -n 1)" = "$pport" ] &&
+				{ echo "redis+sentinel://127.0.0.1:$sport/0?master_name=seatlock"; return 0; }
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -0 "$pid" 2>/dev/null && break
 	done
 	echo "lab_sentinel: the Sentinel does not know the primary; its log:" >&2
 	tail -n 5 "$LAB_DIR/sentinel-$sport.log" >&2
