@@ -27,9 +27,10 @@
 #      times as many, at each quota of QUOTA, the two orders alternating
 #      from round to round; Postgres, Redis and loadgen are not limited.
 #      Per run: bookings/s, API CPU per booking (all, cheapest and dearest
-#      instance, from each instance's confirmed bookings), Postgres CPU per
-#      booking, commits per 1000 bookings, Redis reads (round trips) per
-#      booking; per round, the efficiency three / (3 x one). A run counts
+#      instance, from each instance's confirmed bookings), the instances'
+#      context switches per booking (wake-ups), Postgres CPU per booking,
+#      commits per 1000 bookings, Redis reads (round trips) per booking;
+#      per round, the efficiency three / (3 x one). A run counts
 #      only when every instance was throttled (nr_throttled grew) and used
 #      at least QUOTA_USE of its quota, and the machine stayed idle at least
 #      MIN_IDLE of the time (/proc/stat): otherwise the figure measures the
@@ -523,6 +524,7 @@ quota_run() {
 	commits0=$(xact_commits "$bdb")
 	start_apis "$bin" "$n" DATABASE_URL="$pg/$bdb?sslmode=disable" GOMAXPROCS=1 DB_MAX_CONNS="${QUOTA_DB_CONNS:-8}"
 	ticks "${pids[@]}" >"$out/q-api.before"
+	switches "${pids[@]}" >"$out/q-sw.before"
 	ticks $(backends "$bdb") >"$out/q-pg.before"
 	redis_stats >"$out/q-redis.before"
 	machine_ticks >"$out/q-machine.before"
@@ -535,6 +537,7 @@ quota_run() {
 	redis_stats >"$out/q-redis.after"
 	ticks $(backends "$bdb") >"$out/q-pg.after"
 	ticks "${pids[@]}" >"$out/q-api.after"
+	switches "${pids[@]}" >"$out/q-sw.after"
 	for ((i = 0; i < n; i++)); do echo "${pids[i]} $(confirmed_of $((port0 + i)))"; done >"$out/q-confirmed"
 	stop_apis
 	cgroups=()
@@ -553,6 +556,7 @@ quota_run() {
 	done <"$out/q-confirmed" | sort -n | awk '{v[NR] = $1} END {print v[1], v[NR]}' >"$out/q-api.spread"
 	record "$part" "$label-api-min-instance-us-per-booking" "$(cut -d' ' -f1 "$out/q-api.spread")"
 	record "$part" "$label-api-max-instance-us-per-booking" "$(cut -d' ' -f2 "$out/q-api.spread")"
+	record "$part" "$label-api-switches-per-booking" "$(per "$(awk 'FILENAME == ARGV[1] {t[$1] = $2; next} {sum += $2 - t[$1]} END {print sum + 0}' "$out/q-sw.before" "$out/q-sw.after")")"
 	record "$part" "$label-postgres-us-per-booking" "$(per "$(cpu_us "$out/q-pg.before" "$out/q-pg.after")")"
 	record "$part" "$label-commits-per-1000-bookings" "$(per "$((($(xact_commits "$bdb") - commits0) * 1000))")"
 	paste "$out/q-redis.before" "$out/q-redis.after" | awk '$1 == "reads" {print $4 - $2}' >"$out/q-reads"
