@@ -512,7 +512,7 @@ quota_checks() {
 
 # quota_run BIN TAG DB QUOTA N CLIENTS: one run of N instances, each under
 # QUOTA, driven by CLIENTS pinned clients for $qdur seconds; records its
-# figures and sets $rps to its bookings/s when valid, else to empty.
+# figures, sets $rps to its bookings/s and $valid to 1 when it counts.
 quota_run() {
 	local bin="$1" tag="$2" bdb="$3" q="$4" n="$5" c="$6" i label part=quota why="" t0 t1 commits0 confirmed
 	label="$tag-q$q-x$n"
@@ -561,7 +561,8 @@ quota_run() {
 	record "$part" "$label-commits-per-1000-bookings" "$(per "$((($(xact_commits "$bdb") - commits0) * 1000))")"
 	paste "$out/q-redis.before" "$out/q-redis.after" | awk '$1 == "reads" {print $4 - $2}' >"$out/q-reads"
 	record "$part" "$label-redis-round-trips-per-booking" "$(per "$(cat "$out/q-reads")")"
-	[[ -z $why ]] || rps=""
+	valid=1
+	[[ -z $why ]] || valid=0
 }
 
 if [[ $parts == *" quota "* ]]; then
@@ -577,15 +578,14 @@ if [[ $parts == *" quota "* ]]; then
 			for ((i = 0; i < ${#apis[@]}; i++)); do
 				tag=$(basename "${apis[i]}")
 				declare -A got=()
+				part=quota
 				for n in $order; do
 					quota_run "${apis[i]}" "$tag" "${db}_$i" "$q" "$n" $((n * qclients))
 					got[$n]=$rps
+					((valid)) || part=invalid
 				done
-				if [[ -n ${got[1]} && -n ${got[3]} ]]; then
-					record quota "$tag-q$q-efficiency" "$(awk -v a="${got[1]}" -v b="${got[3]}" 'BEGIN {printf "%.3f", b / (3 * a)}')"
-				else
-					echo "round $r at $q CPU: no efficiency, a run was invalid" >&2
-				fi
+				[[ $part == invalid ]] && echo "round $r at $q CPU: the efficiency is invalid, a run was" >&2
+				record "$part" "$tag-q$q-efficiency" "$(awk -v a="${got[1]}" -v b="${got[3]}" 'BEGIN {printf "%.3f", b / (3 * a)}')"
 				unset got
 			done
 		done
