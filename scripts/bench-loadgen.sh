@@ -445,7 +445,10 @@ cg_setup() {
 	fi
 	if [[ -e /sys/fs/cgroup/cgroup.controllers ]]; then
 		cg_root=/sys/fs/cgroup
-		grep -qw cpu "$cg_root/cgroup.subtree_control" || echo +cpu >"$cg_root/cgroup.subtree_control"
+		if ! grep -qw cpu "$cg_root/cgroup.subtree_control" && ! echo +cpu >"$cg_root/cgroup.subtree_control"; then
+			echo "bench-loadgen.sh: could not enable the cpu controller for the cgroups under $cg_root" >&2
+			exit 2
+		fi
 	elif [[ -e /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]]; then
 		cg_root=/sys/fs/cgroup/cpu
 	else
