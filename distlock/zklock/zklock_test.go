@@ -15,6 +15,7 @@ import (
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/distlocktest"
 	"github.com/seatlock/seatlock/distlock/zklock"
+	"github.com/seatlock/seatlock/distlock/zklock/zktest"
 	"github.com/seatlock/seatlock/internal/wait"
 )
 
@@ -207,7 +208,7 @@ func TestNewLearnsExpiryOnReconnect(t *testing.T) {
 	root := testRoot(t)
 	key := "{screening-3}:B2"
 	var c cutter
-	conn, _, err := zk.Connect([]string{server.Addr}, sessionTimeout, zk.WithLogger(quiet{}), zk.WithDialer(c.dial))
+	conn, _, err := zk.Connect([]string{zktest.Addr(t, server, serverErr)}, sessionTimeout, zk.WithLogger(quiet{}), zk.WithDialer(c.dial))
 	if err != nil {
 		t.Fatal(err)
 	}
