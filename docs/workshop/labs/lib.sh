@@ -288,9 +288,12 @@ lab_gate() {
 	return 1
 }
 
+# lab_wait_log NAME REGEX [N] waits up to 10 s for N lines (default 1) of
+# NAME's log to match REGEX: a gate that holds a second time logs a second
+# "holding" line.
 lab_wait_log() {
 	for _ in $(seq 100); do
-		grep -qE -- "$2" "$LAB_DIR/$1.log" && return 0
+		[ "$(grep -cE -- "$2" "$LAB_DIR/$1.log")" -ge "${3:-1}" ] && return 0
 		sleep 0.1
 	done
 	echo "lab_wait_log: no line of $1's log matches /$2/ after 10 s:" >&2
