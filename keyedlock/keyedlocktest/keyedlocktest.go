@@ -212,7 +212,7 @@ func lockWithin(ctx context.Context, m Mutex, key string) error {
 	case err := <-got:
 		return err
 	case <-ctx.Done():
-		return fmt.Errorf("Lock did not return when its context ended: %w", ctx.Err())
+		return fmt.Errorf("no return from Lock when its context ended: %w", ctx.Err())
 	}
 }
 

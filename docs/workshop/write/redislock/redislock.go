@@ -66,11 +66,11 @@ func New(c *redis.Client, opts Options) *Locker {
 // deletes it to play a server that lost the lock.
 func (l *Locker) LockKey(key string) string { return l.opts.Prefix + "lock:" + key }
 
-// fenceKey returns the Redis key of key's fencing counter. Let it expire
+// FenceKey returns the Redis key of key's fencing counter. Let it expire
 // (leave nothing behind): a token that is also never below the server's
 // clock (TIME, in microseconds) stays larger than every earlier one when
 // its counter is gone.
-func (l *Locker) fenceKey(key string) string { return l.opts.Prefix + "fence:" + key }
+func (l *Locker) FenceKey(key string) string { return l.opts.Prefix + "fence:" + key }
 
 // Obtain takes every key, all or nothing, trying again until ctx ends:
 // then it returns an error that wraps both distlock.ErrNotAcquired and

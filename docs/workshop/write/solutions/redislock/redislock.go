@@ -102,8 +102,8 @@ func New(c *redis.Client, opts Options) *Locker {
 // LockKey returns the Redis key that holds the lock on key.
 func (l *Locker) LockKey(key string) string { return l.opts.Prefix + "lock:" + key }
 
-// fenceKey returns the Redis key of key's fencing counter.
-func (l *Locker) fenceKey(key string) string { return l.opts.Prefix + "fence:" + key }
+// FenceKey returns the Redis key of key's fencing counter.
+func (l *Locker) FenceKey(key string) string { return l.opts.Prefix + "fence:" + key }
 
 // Obtain takes every key, all or nothing, trying again until ctx ends.
 func (l *Locker) Obtain(ctx context.Context, keys ...string) (distlock.Lock, error) {
@@ -114,7 +114,7 @@ func (l *Locker) Obtain(ctx context.Context, keys ...string) (distlock.Lock, err
 		redisKeys = append(redisKeys, l.LockKey(k))
 	}
 	for _, k := range keys {
-		redisKeys = append(redisKeys, l.fenceKey(k))
+		redisKeys = append(redisKeys, l.FenceKey(k))
 	}
 	for {
 		start := time.Now()
