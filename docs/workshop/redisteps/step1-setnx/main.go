@@ -1,52 +1,61 @@
 // Step 1: SETNX. "Set if not exists" takes a key only when nobody holds
-// it, which is a lock. But a holder that crashes never deletes the key,
-// and nothing else ever will.
+// it, which is a lock. Five clients take turns on one seat; client 0
+// crashes while it holds it: its DEL never runs, and nothing else ever
+// deletes the key. The others wait a bounded time, then give up.
+//
+// Exercise: make the FAIL a PASS (step 2 tries, step 3 succeeds).
 package main
 
 import (
-	"context"
-	"crypto/rand"
 	"fmt"
-	"os"
+	"sync/atomic"
+	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/seatlock/seatlock/docs/workshop/redisteps/contend"
+)
+
+const (
+	clients   = 5
+	rounds    = 5                     // turns each client takes after the crash
+	maxRounds = 500                   // bound on the turns before it
+	work      = 10 * time.Millisecond // the critical section: a payment
+	wait      = 5 * time.Second       // longest a client waits for the seat
 )
 
 func main() {
-	ctx := context.Background()
-	rdb := client()
-	defer rdb.Close()
-	key := "workshop:" + rand.Text() + ":C7"
-	defer rdb.Del(ctx, key)
-
-	ok, err := rdb.SetNX(ctx, key, "A", 0).Result()
-	check(err)
-	fmt.Println("A: SETNX", ok) // A holds the seat
-
-	// A crashes here: its DEL never runs.
-
-	ok, err = rdb.SetNX(ctx, key, "B", 0).Result()
-	check(err)
-	fmt.Println("B: SETNX", ok)
-	ttl, err := rdb.TTL(ctx, key).Result()
-	check(err)
+	bench := contend.Open()
+	defer bench.Close()
+	key := bench.Key("C7")
+	var crashed atomic.Bool
+	var stuck atomic.Int32
+	bench.Run(clients, func(client int) {
+		for round, after := 0, 0; after < rounds && round < maxRounds; round++ {
+			if crashed.Load() {
+				after++
+			}
+			got := bench.Retry(wait, func() (bool, error) {
+				return bench.Redis.SetNX(bench.Ctx, key, client, 0).Result()
+			})
+			if !got {
+				stuck.Add(1)
+				return
+			}
+			bench.Seat.Enter(client, false)
+			time.Sleep(work)
+			bench.Seat.Leave(client)
+			if client == 0 {
+				crashed.Store(true)
+				return // client 0 crashes here: its DEL never runs
+			}
+			contend.Check(bench.Redis.Del(bench.Ctx, key).Err())
+		}
+	})
+	ttl, err := bench.Redis.TTL(bench.Ctx, key).Result()
+	contend.Check(err)
+	overlaps, _, _ := bench.Seat.Counts()
+	fmt.Println("overlaps:", overlaps)
+	fmt.Printf("clients that gave up after %s: %d of %d\n", wait, stuck.Load(), clients-1)
 	fmt.Println("the key never expires (TTL -1):", ttl == -1)
-	fmt.Println("FAILURE: the key never expires; the seat is locked for ever")
-}
-
-func client() *redis.Client {
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opts, err := redis.ParseURL(url)
-	check(err)
-	return redis.NewClient(opts)
-}
-
-func check(err error) {
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	bench.Verdict(stuck.Load() == 0, "every client got the seat after the crash",
+		"a crashed holder locked the seat for ever")
 }

@@ -1,58 +1,62 @@
-// Step 2: SETNX, then EXPIRE. The key now frees itself after a while,
-// but only once the second command has run: a crash between the two
-// leaves the key as step 1 did.
+// Step 2: SETNX, then EXPIRE. The key now frees itself after a lease,
+// but only once the second command has run. Client 0 crashes between
+// the two: the key is left as step 1 left it.
+//
+// Exercise: make the FAIL a PASS (step 3 does, with one command).
 package main
 
 import (
-	"context"
-	"crypto/rand"
 	"fmt"
-	"os"
+	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/seatlock/seatlock/docs/workshop/redisteps/contend"
+)
+
+const (
+	clients   = 5
+	rounds    = 5                      // turns each client takes after the crash
+	maxRounds = 500                    // bound on the turns before it
+	work      = 10 * time.Millisecond  // the critical section: a payment
+	lease     = 500 * time.Millisecond // the key frees itself after this
+	wait      = 10 * lease             // longest a client waits for the seat
 )
 
 func main() {
-	ctx := context.Background()
-	rdb := client()
-	defer rdb.Close()
-	key := "workshop:" + rand.Text() + ":C7"
-	defer rdb.Del(ctx, key)
-
-	// The good case: both commands run.
-	ok, err := rdb.SetNX(ctx, key, "A", 0).Result()
-	check(err)
-	check(rdb.Expire(ctx, key, 10*time.Second).Err())
-	ttl, err := rdb.TTL(ctx, key).Result()
-	check(err)
-	fmt.Println("A: SETNX", ok, "then EXPIRE: TTL", ttl)
-	check(rdb.Del(ctx, key).Err())
-
-	// The bad case: B takes the key and crashes before its EXPIRE.
-	ok, err = rdb.SetNX(ctx, key, "B", 0).Result()
-	check(err)
-	fmt.Println("B: SETNX", ok)
-	// B crashes here: its EXPIRE never runs.
-	ttl, err = rdb.TTL(ctx, key).Result()
-	check(err)
+	bench := contend.Open()
+	defer bench.Close()
+	key := bench.Key("C7")
+	var crashed atomic.Bool
+	var stuck atomic.Int32
+	bench.Run(clients, func(client int) {
+		for round, after := 0, 0; after < rounds && round < maxRounds; round++ {
+			if crashed.Load() {
+				after++
+			}
+			got := bench.Retry(wait, func() (bool, error) {
+				return bench.Redis.SetNX(bench.Ctx, key, client, 0).Result()
+			})
+			if !got {
+				stuck.Add(1)
+				return
+			}
+			if client == 0 {
+				crashed.Store(true)
+				return // client 0 crashes here: its EXPIRE never runs
+			}
+			contend.Check(bench.Redis.Expire(bench.Ctx, key, lease).Err())
+			bench.Seat.Enter(client, false)
+			time.Sleep(work)
+			bench.Seat.Leave(client)
+			contend.Check(bench.Redis.Del(bench.Ctx, key).Err())
+		}
+	})
+	ttl, err := bench.Redis.TTL(bench.Ctx, key).Result()
+	contend.Check(err)
+	overlaps, _, _ := bench.Seat.Counts()
+	fmt.Println("overlaps:", overlaps)
+	fmt.Printf("clients that gave up after %s: %d of %d\n", wait, stuck.Load(), clients-1)
 	fmt.Println("the key never expires (TTL -1):", ttl == -1)
-	fmt.Println("FAILURE: two commands are not one; a crash between them locks the seat for ever")
-}
-
-func client() *redis.Client {
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opts, err := redis.ParseURL(url)
-	check(err)
-	return redis.NewClient(opts)
-}
-
-func check(err error) {
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	bench.Verdict(stuck.Load() == 0, "every client got the seat after the crash",
+		"two commands are not one; a crash between them locked the seat for ever")
 }

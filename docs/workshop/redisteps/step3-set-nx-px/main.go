@@ -1,62 +1,65 @@
 // Step 3: SET key value NX PX ttl. One command takes the key and gives it
-// a lease, so a crash can no longer leave it for ever. But every holder
-// writes the same value, so a holder whose lease ran out cannot tell that
-// the key it deletes is somebody else's.
+// a lease, so client 0's crash now frees the seat once the lease runs
+// out. But every holder writes the same value: client 1, paused past its
+// lease three times, comes back and deletes a key that is no longer its
+// own, and the next client walks in beside the real holder.
+//
+// Exercise: make the FAIL a PASS (step 4 tries, step 5 succeeds).
 package main
 
 import (
-	"context"
-	"crypto/rand"
-	"fmt"
-	"os"
+	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/seatlock/seatlock/docs/workshop/redisteps/contend"
 )
 
-const lease = 2 * time.Second
+const (
+	clients    = 5
+	rounds     = 5                     // turns each client takes after the pauses
+	maxRounds  = 500                   // bound on the turns before them
+	work       = 50 * time.Millisecond // the critical section: a payment
+	lease      = 500 * time.Millisecond
+	pause      = lease * 5 / 2 // a payment that outlasts the lease
+	slowRounds = 3             // client 1's first turns are paused ones
+	wait       = 10 * lease    // longest a client waits for the seat
+)
 
 func main() {
-	ctx := context.Background()
-	rdb := client()
-	defer rdb.Close()
-	key := "workshop:" + rand.Text() + ":C7"
-	defer rdb.Del(ctx, key)
-
-	ok, err := rdb.SetNX(ctx, key, "locked", lease).Result()
-	check(err)
-	fmt.Println("A: SET NX PX", ok)
-
-	time.Sleep(lease + lease/4) // A's payment takes longer than its lease
-
-	ok, err = rdb.SetNX(ctx, key, "locked", lease).Result()
-	check(err)
-	fmt.Println("B: SET NX PX", ok, "(A's lease ran out)")
-
-	check(rdb.Del(ctx, key).Err()) // A is done and releases "its" lock
-	fmt.Println("A: DEL")
-
-	ok, err = rdb.SetNX(ctx, key, "locked", lease).Result()
-	check(err)
-	fmt.Println("C: SET NX PX", ok)
-	if ok {
-		fmt.Println("FAILURE: A deleted B's lock; B and C both hold the seat")
-	}
-}
-
-func client() *redis.Client {
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opts, err := redis.ParseURL(url)
-	check(err)
-	return redis.NewClient(opts)
-}
-
-func check(err error) {
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	bench := contend.Open()
+	defer bench.Close()
+	key := bench.Key("C7")
+	var slowDone atomic.Bool
+	var stuck atomic.Int32
+	bench.Run(clients, func(client int) {
+		for round, after := 0, 0; after < rounds && round < maxRounds; round++ {
+			if slowDone.Load() {
+				after++
+			}
+			got := bench.Retry(wait, func() (bool, error) {
+				return bench.Redis.SetNX(bench.Ctx, key, "locked", lease).Result()
+			})
+			if !got {
+				stuck.Add(1)
+				return
+			}
+			slow := client == 1 && round < slowRounds
+			bench.Seat.Enter(client, slow)
+			if slow {
+				time.Sleep(pause)
+			} else {
+				time.Sleep(work)
+			}
+			bench.Seat.Leave(client)
+			if client == 0 && round == 0 {
+				continue // client 0 crashes here, once: its DEL never runs
+			}
+			slowDone.Store(slowDone.Load() || client == 1 && round == slowRounds-1)
+			contend.Check(bench.Redis.Del(bench.Ctx, key).Err())
+		}
+	})
+	bench.Report(wait, stuck.Load())
+	overlaps, _, _ := bench.Seat.Counts()
+	bench.Verdict(stuck.Load() == 0 && overlaps == 0, "one holder at a time",
+		"a late DEL freed another client's lock; two holders at once")
 }

@@ -1,67 +1,66 @@
 // Step 4: an owner token. Every holder writes a random value of its own
-// and releases only a key that still holds it. That stops step 3's late
-// DEL. But "GET, compare, DEL" is three steps, and a pause between the
-// compare and the DEL puts the same bug back.
+// and releases only a key that still holds it: GET, compare, DEL. That
+// stops step 3's late DEL when the pause falls before the GET. But it is
+// three steps, and client 1 pauses past its lease between the compare and
+// the DEL: the same bug is back.
+//
+// Exercise: make the FAIL a PASS (step 5 does).
 package main
 
 import (
-	"context"
 	"crypto/rand"
-	"fmt"
-	"os"
+	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/seatlock/seatlock/docs/workshop/redisteps/contend"
 )
 
-const lease = 2 * time.Second
+const (
+	clients    = 5
+	rounds     = 5                     // turns each client takes after the pauses
+	maxRounds  = 500                   // bound on the turns before them
+	work       = 50 * time.Millisecond // the critical section: a payment
+	lease      = 500 * time.Millisecond
+	pause      = lease * 5 / 2 // a stall that outlasts the lease
+	slowRounds = 3             // client 1's first turns are paused ones
+	wait       = 10 * lease    // longest a client waits for the seat
+)
 
 func main() {
-	ctx := context.Background()
-	rdb := client()
-	defer rdb.Close()
-	key := "workshop:" + rand.Text() + ":C7"
-	defer rdb.Del(ctx, key)
-
-	tokenA, tokenB, tokenC := rand.Text(), rand.Text(), rand.Text()
-	ok, err := rdb.SetNX(ctx, key, tokenA, lease).Result()
-	check(err)
-	fmt.Println("A: SET NX PX with its token", ok)
-
-	// A releases: GET, compare with its token, DEL.
-	value, err := rdb.Get(ctx, key).Result()
-	check(err)
-	fmt.Println("A: GET says the key is mine:", value == tokenA)
-
-	time.Sleep(lease + lease/4) // A pauses between the compare and the DEL
-	ok, err = rdb.SetNX(ctx, key, tokenB, lease).Result()
-	check(err)
-	fmt.Println("B: SET NX PX with its token", ok, "(A's lease ran out)")
-
-	check(rdb.Del(ctx, key).Err()) // A resumes and deletes
-	fmt.Println("A: DEL")
-
-	ok, err = rdb.SetNX(ctx, key, tokenC, lease).Result()
-	check(err)
-	fmt.Println("C: SET NX PX with its token", ok)
-	if ok {
-		fmt.Println("FAILURE: the check and the delete were two steps; B and C both hold the seat")
-	}
-}
-
-func client() *redis.Client {
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opts, err := redis.ParseURL(url)
-	check(err)
-	return redis.NewClient(opts)
-}
-
-func check(err error) {
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	bench := contend.Open()
+	defer bench.Close()
+	key := bench.Key("C7")
+	var slowDone atomic.Bool
+	var stuck atomic.Int32
+	bench.Run(clients, func(client int) {
+		for round, after := 0, 0; after < rounds && round < maxRounds; round++ {
+			if slowDone.Load() {
+				after++
+			}
+			token := rand.Text()
+			got := bench.Retry(wait, func() (bool, error) {
+				return bench.Redis.SetNX(bench.Ctx, key, token, lease).Result()
+			})
+			if !got {
+				stuck.Add(1)
+				return
+			}
+			bench.Seat.Enter(client, false)
+			time.Sleep(work)
+			bench.Seat.Leave(client)
+			value, err := bench.Redis.Get(bench.Ctx, key).Result()
+			contend.Check(err)
+			if client == 1 && round < slowRounds {
+				time.Sleep(pause) // client 1 stalls between the compare and the DEL
+			}
+			slowDone.Store(slowDone.Load() || client == 1 && round == slowRounds-1)
+			if value == token {
+				contend.Check(bench.Redis.Del(bench.Ctx, key).Err())
+			}
+		}
+	})
+	bench.Report(wait, stuck.Load())
+	overlaps, _, _ := bench.Seat.Counts()
+	bench.Verdict(stuck.Load() == 0 && overlaps == 0, "one holder at a time",
+		"the compare and the DEL were two steps; a late DEL let two holders in at once")
 }
