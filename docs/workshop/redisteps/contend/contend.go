@@ -22,12 +22,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Bench is one program's Redis client, its keys and the seat its
+// Bench is one program's Redis client, its keys and the seats its
 // clients contend for.
 type Bench struct {
 	Ctx    context.Context
 	Redis  *redis.Client
-	Seat   *Section
+	Seat   *Section // the seat C7, the one most steps use
+	mu     sync.Mutex
+	seats  map[string]*Section // guarded by mu; every seat by name, C7 included
 	prefix string
 	cancel context.CancelFunc
 }
@@ -42,8 +44,19 @@ func Open() *Bench {
 	opts, err := redis.ParseURL(url)
 	Check(err)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	return &Bench{Ctx: ctx, Redis: redis.NewClient(opts), Seat: NewSection(),
-		prefix: "workshop:" + rand.Text() + ":", cancel: cancel}
+	seat := NewSection()
+	return &Bench{Ctx: ctx, Redis: redis.NewClient(opts), Seat: seat,
+		seats: map[string]*Section{"C7": seat}, prefix: "workshop:" + rand.Text() + ":", cancel: cancel}
+}
+
+// Section returns the critical section of the seat name.
+func (b *Bench) Section(name string) *Section {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.seats[name] == nil {
+		b.seats[name] = NewSection()
+	}
+	return b.seats[name]
 }
 
 // Key names a key of this run only.
@@ -108,11 +121,22 @@ func Check(err error) {
 }
 
 // Report prints what the clients saw: how many gave up waiting, then the
-// seat's counts (see Section).
+// counts of every seat together (see Section).
 func (b *Bench) Report(wait time.Duration, gaveUp int32) {
-	overlaps, pauses, stale := b.Seat.Counts()
+	overlaps, pauses, stale := b.Counts()
 	fmt.Printf("clients that gave up after %s: %d\n", wait, gaveUp)
 	fmt.Println("entries beside a holder paused past its lease:", pauses)
 	fmt.Println("entries beside a holder in its lease:", overlaps)
 	fmt.Println("writes accepted from a holder whose lease ran out:", stale)
+}
+
+// Counts adds up the counts of every seat (see Section.Counts).
+func (b *Bench) Counts() (overlaps, pauses, stale int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, seat := range b.seats {
+		o, p, s := seat.Counts()
+		overlaps, pauses, stale = overlaps+o, pauses+p, stale+s
+	}
+	return overlaps, pauses, stale
 }

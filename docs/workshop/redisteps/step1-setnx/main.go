@@ -52,7 +52,7 @@ func main() {
 	})
 	ttl, err := bench.Redis.TTL(bench.Ctx, key).Result()
 	contend.Check(err)
-	overlaps, _, _ := bench.Seat.Counts()
+	overlaps, _, _ := bench.Counts()
 	fmt.Println("overlaps:", overlaps)
 	fmt.Printf("clients that gave up after %s: %d of %d\n", wait, stuck.Load(), clients-1)
 	fmt.Println("the key never expires (TTL -1):", ttl == -1)

@@ -59,7 +59,7 @@ func main() {
 		}
 	})
 	bench.Report(wait, stuck.Load())
-	overlaps, _, _ := bench.Seat.Counts()
+	overlaps, _, _ := bench.Counts()
 	bench.Verdict(stuck.Load() == 0 && overlaps == 0, "one holder at a time",
 		"a late DEL freed another client's lock; two holders at once")
 }

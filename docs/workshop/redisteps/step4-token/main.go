@@ -60,7 +60,7 @@ func main() {
 		}
 	})
 	bench.Report(wait, stuck.Load())
-	overlaps, _, _ := bench.Seat.Counts()
+	overlaps, _, _ := bench.Counts()
 	bench.Verdict(stuck.Load() == 0 && overlaps == 0, "one holder at a time",
 		"the compare and the DEL were two steps; a late DEL let two holders in at once")
 }

@@ -69,7 +69,7 @@ func main() {
 		}
 	})
 	bench.Report(wait, stuck.Load())
-	overlaps, _, stale := bench.Seat.Counts()
+	overlaps, _, stale := bench.Counts()
 	bench.Verdict(stuck.Load() == 0 && overlaps == 0 && stale == 0, "only the latest holder wrote",
 		"a paused holder wrote after its lease ran out and another client took the seat")
 }

@@ -96,7 +96,7 @@ func main() {
 		}
 	})
 	bench.Report(wait, stuck.Load())
-	overlaps, _, stale := bench.Seat.Counts()
+	overlaps, _, stale := bench.Counts()
 	fmt.Println("writes refused for a stale fencing token:", refused.Load())
 	bench.Verdict(stuck.Load() == 0 && overlaps == 0 && stale == 0, "only the latest holder wrote; stale tokens were refused",
 		"a paused holder wrote after its lease ran out and another client took the seat")
