@@ -1,4 +1,4 @@
-// Step 2: SETNX, then EXPIRE. The key now frees itself after a lease,
+// Step 2: SETNX, then PEXPIRE. The key now frees itself after a lease,
 // but only once the second command has run. Client 0 crashes between
 // the two: the key is left as step 1 left it.
 //
@@ -42,9 +42,9 @@ func main() {
 			}
 			if client == 0 {
 				crashed.Store(true)
-				return // client 0 crashes here: its EXPIRE never runs
+				return // client 0 crashes here: its PEXPIRE never runs
 			}
-			contend.Check(bench.Redis.Expire(bench.Ctx, key, lease).Err())
+			contend.Check(bench.Redis.PExpire(bench.Ctx, key, lease).Err())
 			bench.Seat.Enter(client, false)
 			time.Sleep(work)
 			bench.Seat.Leave(client)
