@@ -51,7 +51,7 @@
 //
 // Store.XactLocker is the seat locker of strategy postgres-xact: it opens a
 // transaction that first takes pg_advisory_xact_lock on every seat, and
-// hands the booking that transaction as its lease (a reservation.TxLease).
+// hands the booking that transaction as its lease (its Tx).
 // The seats are read and the booking written through that transaction, and
 // its commit releases the locks: lock and write succeed or fail together, so
 // nothing can run out before the write and it needs no fencing token. A cancelled
