@@ -15,15 +15,15 @@ import (
 	"github.com/seatlock/seatlock/reservation"
 )
 
-// committer writes the bookings of concurrent callers together ("group
-// commit"): many bookings share one round trip, one transaction and one
+// GroupCommit is a Store whose Book writes the bookings of concurrent
+// callers together ("group commit"): many bookings share one round trip, one transaction and one
 // COMMIT (one WAL flush) instead of paying for one each. It is the
 // database's counterpart of distlock's batcher, which shares Redis round
 // trips the same way.
 //
 // Nothing waits to fill a batch. A booking that finds no batch on the wire
 // is sent at once, alone, as the one statement book_seats, exactly as
-// without a committer. Bookings that come while a batch is on the wire
+// the plain Store sends it. Bookings that come while a batch is on the wire
 // queue up, and when it is answered the queue is sent as the next batch,
 // as one statement too (one write, one read), its own transaction:
 //
@@ -86,6 +86,45 @@ import (
 // inserting the other's key); the booking that Postgres picks as the
 // deadlock's victim is undone alone, by its subtransaction, and sent
 // again in the next batch (deadlockRetries times at most).
+type GroupCommit struct {
+	*Store
+	c *committer
+}
+
+var _ reservation.Store = (*GroupCommit)(nil)
+
+// NewGroupCommit returns s with group commit in front of its Book. It owns
+// s from then on: its Close closes s.
+func NewGroupCommit(s *Store) *GroupCommit {
+	return &GroupCommit{Store: s, c: &committer{pool: s.pool}}
+}
+
+// Book is Store.Book, sharing a round trip, a transaction and its COMMIT
+// with the bookings of other callers when they come together; each stays
+// all or nothing on its own, and it returns only once that COMMIT is
+// answered. It returns the errors of Store.Book. A ctx that ends while the
+// booking is on the wire with others does not stop their transaction:
+// Book waits for the batch's answer, which the latest of their deadlines
+// bounds.
+func (g *GroupCommit) Book(ctx context.Context, w reservation.Write) error {
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	if w.PaymentID != "" {
+		// A paid booking waited for its payment; it waits for no batch.
+		return g.Store.Book(ctx, w)
+	}
+	return g.c.book(ctx, w)
+}
+
+// Close waits for the batches on the wire, then closes the store.
+func (g *GroupCommit) Close() {
+	g.c.wait()
+	g.Store.Close()
+}
+
+// committer is GroupCommit's queue of bookings and the goroutines that
+// send it, batch by batch.
 type committer struct {
 	pool    *pgxpool.Pool
 	senders sync.WaitGroup // the send goroutines; close waits for them

@@ -29,10 +29,6 @@ type Store struct {
 	// leave every other request of the store waiting for as long as a
 	// payment takes. A booking takes a slot by sending into it.
 	txSlots chan struct{}
-
-	// committer writes Book's bookings, alone or several in one
-	// transaction (group commit, see committer).
-	committer *committer
 }
 
 // txSlotCount is how many of a pool's connections bookings in a
@@ -97,16 +93,14 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*Store, error)
 // store owns the pool from then on: Close closes it.
 func New(pool *pgxpool.Pool) *Store {
 	return &Store{
-		pool:      pool,
-		txSlots:   make(chan struct{}, txSlotCount(pool.Config().MaxConns)),
-		committer: &committer{pool: pool},
+		pool:    pool,
+		txSlots: make(chan struct{}, txSlotCount(pool.Config().MaxConns)),
 	}
 }
 
 // Close closes the pool, waiting for the connections in use to be given
 // back.
 func (s *Store) Close() {
-	s.committer.wait()
 	s.pool.Close()
 }
 
@@ -230,12 +224,11 @@ VALUES ($1, $2, $3, $4, 'confirmed', $5, $6, $7, $8, $9, $10)`
 // (see bookError).
 const bookSeats = `SELECT book_seats($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 
-// Book writes a confirmed booking and gives it its seats, all or nothing.
-// Alone, it is one statement and so one round trip: its own implicit
-// transaction, committed by the server when the statement succeeds. Under
-// load it shares a round trip, a transaction and its COMMIT with the
-// bookings of other callers (group commit, see committer), still all or
-// nothing on its own, and it returns only once that COMMIT is answered.
+// Book writes a confirmed booking and gives it its seats, all or nothing,
+// in one statement (book_seats, the guarded write): one round trip, its own
+// implicit transaction, committed by the server when the statement
+// succeeds. GroupCommit wraps a Store to share that round trip and its
+// COMMIT among concurrent bookings.
 //
 // With reservation.GuardFence every seat must be free and, when the write
 // carries a fence for it, that fence must be greater than the seat's last
@@ -253,24 +246,17 @@ const bookSeats = `SELECT book_seats($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $1
 // reservation.ErrUnavailable when the database cannot be reached. Nothing is
 // written when it fails, but for reservation.ErrWriteInDoubt (which is
 // also ErrUnavailable): the statement was sent and no answer came back (the
-// connection died, ctx ended), so it may have committed. A ctx that ends
-// while the booking is on the wire with others does not stop their
-// transaction: Book returns ErrWriteInDoubt at once, and the booking may
-// still commit.
+// connection died, ctx ended), so it may have committed.
 func (s *Store) Book(ctx context.Context, w reservation.Write) error {
 	if err := w.Validate(); err != nil {
 		return err
 	}
-	if w.PaymentID != "" {
-		// A paid booking waited for its payment; it waits for no batch.
-		conn, err := s.pool.Acquire(ctx)
-		if err != nil {
-			return translate("book", err)
-		}
-		defer conn.Release()
-		return bookAlone(ctx, conn, w)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return translate("book", err)
 	}
-	return s.committer.book(ctx, w)
+	defer conn.Release()
+	return bookAlone(ctx, conn, w)
 }
 
 // bookAlone writes a validated w on conn as one statement, its own
