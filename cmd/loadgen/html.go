@@ -435,6 +435,24 @@ func rate(b bucket, n int) float64 {
 	return b.ThroughputRPS * float64(n) / float64(b.Requests)
 }
 
+// panelPeak is the highest value a panel shows: of one series for lines,
+// of the stacked series for bars.
+func panelPeak(panel timelinePanel, tl *timeline) float64 {
+	peak := 0.0
+	for _, bk := range tl.Buckets {
+		sum := 0.0
+		for _, s := range panel.series {
+			if panel.lines {
+				peak = max(peak, s.value(bk))
+			} else {
+				sum += s.value(bk)
+			}
+		}
+		peak = max(peak, sum)
+	}
+	return peak
+}
+
 // timelinePlot draws the run over time: one panel per figure on a shared
 // time axis, every fault window shaded across all panels and named on top.
 func timelinePlot(b *strings.Builder, name string, tl *timeline) {
@@ -452,19 +470,7 @@ func timelinePlot(b *strings.Builder, name string, tl *timeline) {
 	}
 	for p, panel := range panels {
 		top := float64(tlPadT + p*(tlPanelH+tlGap) + tlGap - 10)
-		peak := 0.0
-		for _, bk := range tl.Buckets {
-			sum := 0.0
-			for _, s := range panel.series {
-				if panel.lines {
-					peak = max(peak, s.value(bk))
-				} else {
-					sum += s.value(bk)
-				}
-			}
-			peak = max(peak, sum)
-		}
-		ceil := niceCeil(peak)
+		ceil := niceCeil(panelPeak(panel, tl))
 		y := func(v float64) float64 { return top + tlPanelH - v/ceil*tlPanelH }
 		fmt.Fprintf(b, `<text x="%d" y="%.1f" font-weight="600">%s</text>`, tlPadL, top-6, esc(panel.title))
 		legendX := tlW - tlPadR

@@ -128,25 +128,9 @@ func (r *report) summarize(records []record, wall time.Duration) {
 		if hist.RecordValue(us) != nil {
 			_ = hist.RecordValue(hist.HighestTrackableValue())
 		}
-		switch {
-		case rec.confirmed():
-			r.Succeeded++
+		r.count(rec)
+		if rec.confirmed() {
 			confirmedTime += rec.done - rec.sent
-		case rec.status == http.StatusConflict:
-			r.Conflicts++
-		default:
-			r.Errors++
-		}
-		if rec.ambiguous() {
-			r.Ambiguous++
-		}
-		if rec.status == 0 {
-			r.ByStatus["no_answer"]++
-		} else {
-			r.ByStatus[strconv.Itoa(rec.status)]++
-		}
-		if !rec.confirmed() {
-			r.ByCode[errorCode(rec)]++
 		}
 	}
 	ms := func(us int64) float64 { return float64(us) / 1000 }
@@ -175,6 +159,29 @@ func (r *report) summarize(records []record, wall time.Duration) {
 		if r.Succeeded > 0 {
 			r.Parallelism = r.ConfirmedRPS * (confirmedTime / time.Duration(r.Succeeded)).Seconds()
 		}
+	}
+}
+
+// count adds the outcome of one request to the counts.
+func (r *report) count(rec *record) {
+	switch {
+	case rec.confirmed():
+		r.Succeeded++
+	case rec.status == http.StatusConflict:
+		r.Conflicts++
+	default:
+		r.Errors++
+	}
+	if rec.ambiguous() {
+		r.Ambiguous++
+	}
+	if rec.status == 0 {
+		r.ByStatus["no_answer"]++
+	} else {
+		r.ByStatus[strconv.Itoa(rec.status)]++
+	}
+	if !rec.confirmed() {
+		r.ByCode[errorCode(rec)]++
 	}
 }
 
