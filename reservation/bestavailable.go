@@ -1,13 +1,12 @@
 package reservation
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+
 	"strings"
-	"sync"
+
 	"time"
 )
 
@@ -56,152 +55,6 @@ type SeatTryLocker interface {
 	// looked); it returns ErrUnavailable when the backend cannot be
 	// reached.
 	TryLockSeats(ctx context.Context, screeningID string, seats []string) (SeatLease, error)
-}
-
-// seatIndex numbers the seats of a layout row by row from 0: A1 is 0, B1
-// is perRow. The search works on these numbers; seat ids are made only for
-// the seats it tries.
-func seatIndex(id string, perRow int) (int, bool) {
-	row, n, err := ParseSeatID(id)
-	if err != nil || n > perRow {
-		return 0, false
-	}
-	return int(row-'A')*perRow + n - 1, true
-}
-
-// rowOrder returns the row indexes (0 for A), middle first, a tie to the
-// row further back.
-func rowOrder(rows int) []int {
-	order := make([]int, rows)
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		// Distances are doubled so that a half-way middle stays whole.
-		return cmp.Or(cmp.Compare(abs(2*a-(rows-1)), abs(2*b-(rows-1))), cmp.Compare(b, a))
-	})
-	return order
-}
-
-// numberOrder returns the first numbers of the blocks of width seats in a
-// row of perRow seats, the block nearest the middle first, a tie to the
-// lower number. Width 1 orders single seats.
-func numberOrder(perRow, width int) []int {
-	starts := make([]int, 0, max(perRow-width+1, 0))
-	for s := 1; s+width-1 <= perRow; s++ {
-		starts = append(starts, s)
-	}
-	// A block's centre is s + (width-1)/2, the row's (perRow+1)/2; doubled.
-	dist := func(s int) int { return abs(2*s + width - 1 - (perRow + 1)) }
-	slices.SortFunc(starts, func(a, b int) int { return cmp.Or(cmp.Compare(dist(a), dist(b)), cmp.Compare(a, b)) })
-	return starts
-}
-
-func abs(x int) int { return max(x, -x) }
-
-// blockOrder returns the seat index of the first seat of every block of
-// width seats side by side in a layout, best block first (width 1: every
-// seat, best first).
-func blockOrder(rows, perRow, width int) []int {
-	var out []int
-	for _, r := range rowOrder(rows) {
-		for _, n := range numberOrder(perRow, width) {
-			out = append(out, r*perRow+n-1)
-		}
-	}
-	return out
-}
-
-// orderKey names one order of blockOrder.
-type orderKey struct{ rows, perRow, width int }
-
-// orders caches blockOrder: a layout's order never changes, and computing
-// it for every request of a busy screening would cost more than the rest
-// of the search.
-type orders struct {
-	// mu protects m, which only grows: at most MaxRows * MaxSeatsPerRow *
-	// MaxSeatsPerBooking small entries, fewer in practice (few layouts).
-	mu sync.Mutex
-	m  map[orderKey][]int
-}
-
-func (o *orders) get(rows, perRow, width int) []int {
-	k := orderKey{rows, perRow, width}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if order, ok := o.m[k]; ok {
-		return order
-	}
-	if o.m == nil {
-		o.m = make(map[orderKey][]int)
-	}
-	order := blockOrder(rows, perRow, width)
-	o.m[k] = order
-	return order
-}
-
-// picker hands out the candidate seat sets of one best-available request,
-// best first, leaving out every set with a seat in skip.
-//
-// Its cursor only moves forward. That is correct because skip only grows:
-// a set the cursor has passed had a seat in skip, or was tried and
-// failed, which put a seat of it into skip (see search), so it can never
-// come back. Without the cursor, every one of the many requests that race
-// for the same best seats would rescan the layout from its best seat after
-// each try it loses.
-type picker struct {
-	sc       Screening
-	count    int
-	adjacent bool
-	order    []int  // blockOrder of the layout for count (adjacent) or 1
-	skip     []bool // by seat index: booked, held, or being taken
-	next     int    // position in order of the first set not yet passed
-}
-
-// candidate returns the best set left, as sorted seat ids, or nil.
-func (p *picker) candidate() []string {
-	if !p.adjacent {
-		var set []string
-		for k := p.next; k < len(p.order); k++ {
-			i := p.order[k]
-			if p.skip[i] {
-				if len(set) == 0 {
-					p.next = k + 1 // a skipped seat before the first free one: passed for good
-				}
-				continue
-			}
-			if set = append(set, SeatID(i/p.sc.SeatsPerRow, i%p.sc.SeatsPerRow+1)); len(set) == p.count {
-				sortSeats(set)
-				return set
-			}
-		}
-		return nil
-	}
-blocks:
-	for ; p.next < len(p.order); p.next++ {
-		first := p.order[p.next]
-		for i := first; i < first+p.count; i++ {
-			if p.skip[i] {
-				continue blocks
-			}
-		}
-		set := make([]string, p.count)
-		for k := range set {
-			i := first + k
-			set[k] = SeatID(i/p.sc.SeatsPerRow, i%p.sc.SeatsPerRow+1)
-		}
-		return set
-	}
-	return nil
-}
-
-// mark puts the seats into skip.
-func (p *picker) mark(seats []string) {
-	for _, id := range seats {
-		if i, ok := seatIndex(id, p.sc.SeatsPerRow); ok && i < len(p.skip) {
-			p.skip[i] = true
-		}
-	}
 }
 
 // search finds the best free seats for a best-available request and runs
