@@ -180,13 +180,7 @@ func open(t testing.TB, url string) *postgres.Store {
 // when t ends.
 func openGrouped(t testing.TB, url string) *postgres.GroupCommit {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	store, err := postgres.Open(ctx, url, postgres.Options{})
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	grouped := postgres.NewGroupCommit(store)
-	t.Cleanup(grouped.Close)
+	grouped := postgres.NewGroupCommit(open(t, url))
+	t.Cleanup(grouped.Close) // before open's Close of the pool: it waits for the batches
 	return grouped
 }
