@@ -72,11 +72,12 @@
 //
 // # Group commit
 //
-// Bookings are not alone under load. Those that come while a batch is on
-// the wire queue up and go out together as the next batch (a second goes
-// out beside the first only once secondBatchAt wait): one statement, one
-// round trip, one transaction and one commit for all of them (committer,
-// groupcommit.go, explains it whole). The statement calls book_batch
+// GroupCommit is a layer over the plain Store (NewGroupCommit): under
+// load, bookings are not alone. Those that come while a batch is on the
+// wire queue up and go out together as the next batch (a second goes out
+// beside the first only once secondBatchAt wait): one statement, one round
+// trip, one transaction and one commit for all of them (groupcommit.go
+// explains it whole). The statement calls book_batch
 // (migration 0005), which takes the bookings as arrays and runs each as
 // book_seats in a subtransaction that undoes only its own writes when
 // refused and reports why, as one row per booking. Every caller gets its
