@@ -74,7 +74,7 @@ func catalogue() []strategy {
 	for _, s := range reservation.Strategies() {
 		rows = append(rows, strategy{StrategyInfo: s, locker: build[s.Name]})
 	}
-	return rows
+	return append(rows, labStrategies()...)
 }
 
 // guard is one row of reservation's write guards' table.
