@@ -94,6 +94,10 @@ func (f *fakeAPI) hold(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", nil)
 		return
 	}
+	if !f.admittedLocked(s, r) {
+		writeError(w, http.StatusForbidden, "not_admitted", nil)
+		return
+	}
 	seats := f.bestLocked(s, req.Count)
 	if seats == nil {
 		writeError(w, http.StatusConflict, "sold_out", nil)
