@@ -367,7 +367,12 @@ func newOnsale(c *client, s *screening, before seatMap, cfg *config, runID strin
 	if s.Queue == nil && cfg.queueRate > 0 {
 		s.Queue = &queueSettings{AdmitPerS: cfg.queueRate} // a server that does not echo it
 	}
-	free := s.capacity() - len(before)
+	free := s.capacity()
+	for _, booking := range before {
+		if booking != "" {
+			free--
+		}
+	}
 	if cfg.buyers == 0 {
 		cfg.buyers = max(10*s.capacity(), 1)
 		cfg.clients, cfg.requests = cfg.buyers, cfg.buyers

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,6 +71,22 @@ func TestOnSaleAgainstFakeAPI(t *testing.T) {
 		}
 		if rep.Timeline == nil || rep.Timeline.Buckets[0].Waiting != nil {
 			t.Errorf("timeline %+v: want one without a waiting room", rep.Timeline)
+		}
+	})
+
+	t.Run("a screening made beforehand sells only its free seats", func(t *testing.T) {
+		url := newFakeAPI(t, &fakeAPI{charges: charges})
+		id := smallScreening(t, url, 2, 10, time.Second)
+		if a := newClient(1, 1, 5*time.Second, "").book(context.Background(), url, id, []string{"A1", "B5"}, "early"); a.status != 201 {
+			t.Fatalf("booking before the run: %+v", a)
+		}
+		rep, err := runJSON(t, "-targets", url, "-scenario", "onsale", "-screening", id, "-spike", "300ms",
+			"-abandon", "0.2", "-payment-delay", "1ms", "-payments", pay)
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		if o := checkSoldOut(t, rep, 18); o.Buyers != 200 {
+			t.Errorf("%d buyers, want 10 per seat of the screening", o.Buyers)
 		}
 	})
 }
