@@ -179,23 +179,29 @@ func TestFIFOInversions(t *testing.T) {
 }
 
 func TestServedOutOfOrder(t *testing.T) {
-	buyer := func(arrival int, got bool) record {
-		b := &buyerRun{arrival: time.Duration(arrival)}
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	buyer := func(sent, done int, got bool) record {
+		a := record{answer: answer{status: 409, code: "sold_out"}, sent: ms(sent), done: ms(done)}
 		if got {
-			b.attempts = []record{{answer: answer{status: 201}}}
-		} else {
-			b.attempts = []record{{answer: answer{status: 409, code: "sold_out"}}}
+			a.answer = answer{status: 201}
 		}
-		return record{buyer: b}
+		return record{buyer: &buyerRun{attempts: []record{a}}}
+	}
+	queued := func(joinSent, joinDone int, got bool) record {
+		r := buyer(joinDone+100, joinDone+110, got)
+		r.buyer.joined, r.buyer.joinSent, r.buyer.joinDone = true, ms(joinSent), ms(joinDone)
+		return r
 	}
 	for _, tc := range []struct {
 		name   string
 		buyers []record
 		want   int
 	}{
-		{"first come, first served", []record{buyer(0, true), buyer(1, true), buyer(2, false)}, 0},
-		{"a later buyer served after an earlier one went home", []record{buyer(0, false), buyer(1, true), buyer(2, true)}, 2},
-		{"buyers arriving together are not ordered", []record{buyer(0, false), buyer(0, true), buyer(1, false)}, 0},
+		{"first come, first served", []record{buyer(0, 1, true), buyer(2, 3, true), buyer(4, 5, false)}, 0},
+		{"later buyers served after an earlier one went home", []record{buyer(0, 1, false), buyer(2, 3, true), buyer(4, 5, true)}, 2},
+		{"requests that overlap are not ordered", []record{buyer(0, 3, false), buyer(2, 4, true), buyer(5, 6, false)}, 0},
+		{"the join is when a queued buyer came", []record{queued(0, 1, false), queued(2, 3, true), buyer(0, 1, true)}, 1},
+		{"a buyer who sent nothing did not come", []record{{buyer: &buyerRun{}}, buyer(2, 3, true)}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := servedOutOfOrder(tc.buyers); got != tc.want {

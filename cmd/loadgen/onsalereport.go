@@ -57,7 +57,9 @@ type onsaleCounts struct {
 	// that overlap have no order, so a count above 0 is certain.
 	FIFOInversions int `json:"fifo_inversions"`
 	// ServedOutOfOrder counts buyers that got a hold although a buyer
-	// who arrived before them got none: fairness with or without a queue.
+	// who came before them got none (whose first request, the join or the
+	// first hold, was answered before theirs was sent): fairness with or
+	// without a queue.
 	ServedOutOfOrder int `json:"served_out_of_order"`
 
 	// StrandedSingleSeats are the free seats alone in their row (each
@@ -184,31 +186,45 @@ func fifoInversions(buyers []record) int {
 }
 
 // servedOutOfOrder counts the buyers that got a hold although a buyer who
-// arrived strictly before them got none.
+// came to the shop before them got none. A buyer comes with its first
+// request (the join, or the first hold without a waiting room), and came
+// before another when that request was answered before the other's was
+// sent: requests that overlap have no order.
 func servedOutOfOrder(buyers []record) int {
-	bs := make([]*buyerRun, 0, len(buyers))
+	var came []*buyerRun
 	for _, r := range buyers {
-		bs = append(bs, r.buyer)
-	}
-	sort.Slice(bs, func(i, j int) bool { return bs[i].arrival < bs[j].arrival })
-	n, emptyHanded := 0, false
-	for i := 0; i < len(bs); {
-		// The buyers arriving at one instant are judged against those
-		// before them only.
-		j, missed := i, false
-		for ; j < len(bs) && bs[j].arrival == bs[i].arrival; j++ {
-			if bs[j].gotSeats() {
-				if emptyHanded {
-					n++
-				}
-			} else {
-				missed = true
-			}
+		if _, _, ok := r.buyer.came(); ok {
+			came = append(came, r.buyer)
 		}
-		emptyHanded = emptyHanded || missed
-		i = j
+	}
+	done := func(b *buyerRun) time.Duration { _, d, _ := b.came(); return d }
+	sort.Slice(came, func(i, j int) bool { return done(came[i]) < done(came[j]) })
+	// missed[k] says whether one of the first k+1 buyers got nothing.
+	missed := make([]bool, len(came))
+	for k, b := range came {
+		missed[k] = !b.gotSeats() || (k > 0 && missed[k-1])
+	}
+	n := 0
+	for _, b := range came {
+		sent, _, _ := b.came()
+		before := sort.Search(len(came), func(k int) bool { return done(came[k]) >= sent })
+		if b.gotSeats() && before > 0 && missed[before-1] {
+			n++
+		}
 	}
 	return n
+}
+
+// came returns when the buyer's first request was sent and answered, and
+// false when it sent none.
+func (b *buyerRun) came() (sent, done time.Duration, ok bool) {
+	switch {
+	case b.joinDone > 0:
+		return b.joinSent, b.joinDone, true
+	case len(b.attempts) > 0:
+		return b.attempts[0].sent, b.attempts[0].done, true
+	}
+	return 0, 0, false
 }
 
 // addQueue puts the waiting room on the timeline of an onsale run: the
