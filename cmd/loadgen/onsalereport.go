@@ -282,7 +282,7 @@ func writeOnSale(row func(name, format string, args ...any), o *onsaleCounts) {
 	}
 	row("went home early", "%s", fmtCounts(o.Left))
 	row("hold requests", "%d, %d refused (%d lock contention: seat_busy or seat_held)", o.HoldRequests, o.Refused, o.Contention)
-	row("fairness", "%d buyers got seats; %d of them although someone who arrived earlier got none", o.BuyersWithSeats, o.ServedOutOfOrder)
+	row("fairness", "%d buyers got seats; %d of them although someone who came before them got none", o.BuyersWithSeats, o.ServedOutOfOrder)
 	at := "when the first group was refused sold_out"
 	if o.StrandedAt == "end" {
 		at = "in the final seat map"
