@@ -106,8 +106,11 @@ func checkSoldOut(t *testing.T, rep *report, seats int) *onsaleCounts {
 		t.Errorf("double-booked %d, lost %d, linearizable %q", rep.DoubleBookedSeats, rep.LostBookings, rep.Linearizable)
 	}
 	h := rep.Holds
-	if h == nil || h.Held != o.BuyersWithSeats || h.Abandoned == 0 || h.ConfirmErrors != 0 || h.AbandonedSeatsNotFreed != 0 {
-		t.Errorf("holds %+v with %d buyers served: want abandoned holds, freed, and no confirm error", h, o.BuyersWithSeats)
+	// Whether any hold was abandoned is up to the random source; that
+	// the figures add up, and abandoned seats came back, is not.
+	if h == nil || h.Held != o.BuyersWithSeats || h.Held != h.Confirmed+h.Abandoned+h.ExpiredBeforeConfirm+h.ConfirmErrors ||
+		h.ConfirmErrors != 0 || h.AbandonedSeatsNotFreed != 0 {
+		t.Errorf("holds %+v with %d buyers served: want every hold confirmed, abandoned or expired, abandoned seats freed, and no confirm error", h, o.BuyersWithSeats)
 	}
 	if p := rep.Payments; p == nil || p.LedgerDiff != 0 || p.Charges-p.Refunds != int64(h.Confirmed) {
 		t.Errorf("payments %+v for %d confirmed holds: want charges - refunds = confirmed", p, h.Confirmed)
