@@ -106,7 +106,7 @@ func inOrder(t *testing.T, entries []reservation.QueueEntry) bool {
 	for i, e := range entries {
 		switch {
 		case e.Admitted && admitted != i:
-			t.Fatalf("entry %d is admitted while entry %d, which joined earlier, waits: %+v", i, admitted, entries)
+			t.Fatalf("entry %d is admitted while entry %d, which joined earlier, waits at position %d", i, admitted, entries[admitted].Position)
 		case e.Admitted:
 			admitted++
 		case e.Position <= last:
