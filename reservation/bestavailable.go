@@ -28,7 +28,9 @@ import (
 //     in the order above, then blocks by the distance of their centre from
 //     the middle of the row, a tie to the lower first number;
 //   - seats that need not be adjacent: the count best single seats in the
-//     order above, so they may span rows.
+//     order above, so they may span rows;
+//   - either way, a set that leaves a single free seat alone in its row
+//     comes only when no set of the count leaves none (see stranded.go).
 
 // SeatsBusyError says which seats' locks someone else holds. It matches
 // ErrSeatBusy with errors.Is.
