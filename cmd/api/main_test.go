@@ -130,7 +130,7 @@ func call(t testing.TB, method, url, body string, headers ...string) response {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body != "" {
+	if body != "" || method == http.MethodPost {
 		req.Header.Set("Content-Type", "application/json") // unless headers say otherwise
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
