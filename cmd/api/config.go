@@ -235,7 +235,7 @@ func (c config) validateBackends() error {
 		return errors.New("REDIS_WAIT_REPLICAS needs REDIS_URL: the embedded Redis has no replicas")
 	}
 	if c.RedisURL != "" {
-		client, err := newRedisClient(c.RedisURL)
+		client, err := newRedisClient(c.RedisURL, redisPool{})
 		if err != nil {
 			return errors.New("REDIS_URL is not a valid Redis URL (redis://host:port/db, or redis+sentinel://sentinel:port/db?master_name=NAME)")
 		}
