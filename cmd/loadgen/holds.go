@@ -302,18 +302,37 @@ func (c *client) ticket(ctx context.Context, url string, n int, customer string,
 // answer, a 201 decoded into out. It never fails: whatever happened is in
 // the answer, because every outcome has to be counted.
 func (c *client) post(ctx context.Context, url string, in any, token string, out any) answer {
+	return c.send(ctx, request{method: http.MethodPost, url: url, body: in, token: token}, out)
+}
+
+// request is one request of a client whose every outcome is counted.
+type request struct {
+	method, url string
+	body        any    // sent as JSON; nil for none
+	token       string // sent as a bearer token; empty for none
+	key         string // sent as the Idempotency-Key; empty for none
+}
+
+// send sends r and returns the answer, a 201 or 200 decoded into out. It
+// never fails: whatever happened is in the answer.
+func (c *client) send(ctx context.Context, r request, out any) answer {
 	var body io.Reader
-	if in != nil {
-		data, _ := json.Marshal(in)
+	if r.body != nil {
+		data, _ := json.Marshal(r.body)
 		body = bytes.NewReader(data)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
+	req, err := http.NewRequestWithContext(ctx, r.method, r.url, body)
 	if err != nil {
 		return answer{err: err}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	if r.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	if r.key != "" {
+		req.Header.Set("Idempotency-Key", r.key)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -327,9 +346,9 @@ func (c *client) post(ctx context.Context, url string, in any, token string, out
 		return answer{err: err}
 	}
 	a := answer{status: resp.StatusCode}
-	if resp.StatusCode == http.StatusCreated {
+	if resp.StatusCode == http.StatusCreated || (resp.StatusCode == http.StatusOK && out != nil) {
 		if err := json.Unmarshal(data, out); err != nil {
-			return answer{err: fmt.Errorf("201 without a readable body: %s", truncate(data))}
+			return answer{err: fmt.Errorf("%d without a readable body: %s", resp.StatusCode, truncate(data))}
 		}
 		return a
 	}
