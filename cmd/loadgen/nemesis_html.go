@@ -100,6 +100,6 @@ func (cfg nemesisConfig) command(seed uint64) string {
 	if cfg.guard != "" {
 		parts = append(parts, "-guard "+cfg.guard)
 	}
-	parts = append(parts, "-reconcile-every "+cfg.reconcileEvery.String())
+	parts = append(parts, "-payment-delay "+cfg.paymentDelay.String(), "-reconcile-every "+cfg.reconcileEvery.String())
 	return strings.Join(parts, " ")
 }

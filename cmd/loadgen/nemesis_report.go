@@ -68,10 +68,27 @@ func (r *nemesisReport) check(h *history, final finalState, samples []overlapSam
 	if !r.LedgerOK {
 		r.Anomalies = append(r.Anomalies, anomaly{Kind: "ledger", Message: fmt.Sprintf(
 			"after %.1fs the provider holds %d charges - %d refunds = %d, but the seat maps show %d bookings",
-			r.LedgerWaitS, r.Charges, r.Refunds, r.Charges-r.Refunds, r.FinalBookings)})
+			r.LedgerWaitS, r.Charges, r.Refunds, r.Charges-r.Refunds, r.FinalBookings), History: unsettled(ops, final)})
 	}
 	r.overlapsByFault(samples)
 	r.recovery(ops)
+}
+
+// unsettled is the history a ledger that does not balance points at: the
+// bookings and confirms of unknown outcome that left no booking on the
+// final maps, whose charges (if any were made) nothing confirmed.
+func unsettled(ops []histOp, final finalState) []histOp {
+	shown := map[string]bool{}
+	for _, v := range final.values {
+		shown[v] = true
+	}
+	var out []histOp
+	for _, op := range ops {
+		if op.Outcome == outcomeUnknown && op.Kind != kindHold && op.Kind != kindRelease && op.Kind != kindCancel && !shown["b:"+op.Customer] {
+			out = append(out, op)
+		}
+	}
+	return out[:min(len(out), maxExcerpt)]
 }
 
 // faultGrace is how long after a fault's end its effects are still
