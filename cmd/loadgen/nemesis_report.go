@@ -211,9 +211,13 @@ func finishNemesis(cfg nemesisConfig, r *nemesisReport, stdout io.Writer) error 
 		}
 	}
 	if len(r.Anomalies) > 0 {
-		var kinds []string
+		counts := map[string]int{}
 		for _, a := range r.Anomalies {
-			kinds = append(kinds, a.Kind)
+			counts[a.Kind]++
+		}
+		var kinds []string
+		for _, k := range sortedKeys(counts) {
+			kinds = append(kinds, fmt.Sprintf("%d %s", counts[k], k))
 		}
 		return fmt.Errorf("%w: nemesis: %d anomalies (%s), reproduce with: %s", errUnsafe, len(r.Anomalies), strings.Join(kinds, ", "), cfg.command(r.Seed))
 	}

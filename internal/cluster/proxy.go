@@ -83,5 +83,9 @@ func (l *Link) Heal() error {
 	return nil
 }
 
+// Proxy is the toxiproxy proxy behind the link, for faults that Cut and
+// Slow do not cover (its Toxics take any of toxiproxy's toxics).
+func (l *Link) Proxy() *toxiproxy.Proxy { return l.proxy }
+
 // Close stops the proxy for good.
 func (l *Link) Close() { l.proxy.Stop() }
