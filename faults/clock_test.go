@@ -68,8 +68,8 @@ var clockFaults = []clockFault{
 }
 
 // TestLockServerClock runs two instances against lock servers whose
-// clocks run fast or jump (a real redis-server with testdata/fastclock.c
-// preloaded), while several customers book one seat through a payment
+// clocks run fast or jump (a real redis-server with
+// internal/cluster/fastclock/fastclock.c preloaded), while several customers book one seat through a payment
 // provider that counts overlapping charges. Safety must hold whatever the
 // clock does: one booking at most, no answer but 201, 409 and 503. The
 // lock's promise is judged by the overlaps: where the lease expires on the

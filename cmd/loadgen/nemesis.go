@@ -30,12 +30,11 @@ type nemesisConfig struct {
 	reconcileEvery time.Duration
 	paymentDelay   time.Duration
 	settle         time.Duration
-	args           []string
 }
 
 // parseNemesisFlags reads the flags of loadgen nemesis.
 func parseNemesisFlags(args []string, stderr io.Writer) (nemesisConfig, error) {
-	cfg := nemesisConfig{args: args}
+	var cfg nemesisConfig
 	fs := flag.NewFlagSet("loadgen nemesis", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.DurationVar(&cfg.total, "time", 60*time.Second, "how long the load and the faults run")
