@@ -35,6 +35,9 @@ type faultRecord struct {
 type nemesis struct {
 	c     *cluster.Cluster
 	start time.Time
+	// heal is the context of healing: the run's, not the load's, so that
+	// a fault that ends as the load does is still healed.
+	heal context.Context
 }
 
 // run applies every fault at its time and heals it at its end, until the
@@ -69,7 +72,7 @@ func (n *nemesis) apply(ctx context.Context, f scheduledFault) (heal func() erro
 	switch f.Kind {
 	case "kill":
 		a := n.api(f.Target)
-		return func() error { return a.Start(ctx) }, a.Kill()
+		return func() error { return a.Start(n.heal) }, a.Kill()
 	case "pause":
 		a := n.api(f.Target)
 		return a.Resume, a.Pause()

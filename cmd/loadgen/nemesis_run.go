@@ -32,7 +32,7 @@ func nemesisRun(ctx context.Context, cfg nemesisConfig, c *cluster.Cluster, sche
 	samples := sampleOverlaps(loadCtx, c, h.start)
 	var wg sync.WaitGroup
 	var ran []faultRecord
-	wg.Go(func() { ran = (&nemesis{c: c, start: h.start}).run(loadCtx, schedule) })
+	wg.Go(func() { ran = (&nemesis{c: c, start: h.start, heal: ctx}).run(loadCtx, schedule) })
 	apis := make([]string, len(c.APIs))
 	for i, a := range c.APIs {
 		apis[i] = a.URL
