@@ -45,11 +45,11 @@ type histOp struct {
 	Key       string           `json:"idempotency_key,omitempty"`
 	Of        string           `json:"of,omitempty"` // the hold or booking a confirm, release or cancel acts on
 	InvokeNS  int64            `json:"invoke_ns"`
-	DoneNS    int64            `json:"done_ns"`
-	Status    int              `json:"status"` // 0: no answer
+	DoneNS    int64            `json:"done_ns,omitempty"`
+	Status    int              `json:"status,omitempty"` // absent: no answer
 	Code      string           `json:"code,omitempty"`
 	Taken     []string         `json:"taken,omitempty"`
-	Outcome   string           `json:"outcome"`
+	Outcome   string           `json:"outcome,omitempty"` // absent only on an invoke line
 	Booking   string           `json:"booking,omitempty"` // the booking made (201)
 	Hold      string           `json:"hold,omitempty"`    // the hold made (201)
 	Fences    map[string]int64 `json:"fences,omitempty"`  // of the booking's charge, as the provider saw them
@@ -112,12 +112,11 @@ func (h *history) write(path string) error {
 		histOp
 	}
 	for _, ev := range h.events() {
-		t := ev.InvokeNS
-		if ev.complete {
-			t = ev.DoneNS
+		l := line{Type: "complete", T: float64(ev.DoneNS) / 1e9, histOp: ev.histOp}
+		if !ev.complete {
+			l = line{Type: "invoke", T: float64(ev.InvokeNS) / 1e9, histOp: ev.invocation()}
 		}
-		typ := map[bool]string{false: "invoke", true: "complete"}[ev.complete]
-		if err := enc.Encode(line{Type: typ, T: float64(t) / 1e9, histOp: ev.histOp}); err != nil {
+		if err := enc.Encode(l); err != nil {
 			_ = f.Close()
 			return fmt.Errorf("nemesis: %w", err)
 		}
@@ -127,6 +126,13 @@ func (h *history) write(path string) error {
 		return fmt.Errorf("nemesis: %w", err)
 	}
 	return f.Close()
+}
+
+// invocation is what was known of op when it was sent: nothing of its
+// answer.
+func (op histOp) invocation() histOp {
+	return histOp{ID: op.ID, Client: op.Client, Instance: op.Instance, Kind: op.Kind, Screening: op.Screening,
+		Seats: op.Seats, Customer: op.Customer, Key: op.Key, Of: op.Of, InvokeNS: op.InvokeNS}
 }
 
 // event is an invocation or a completion of an operation.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,5 +189,38 @@ func TestNemesisFindsAnUnsettledLedgerWithoutTheReconciler(t *testing.T) {
 	}
 	if !slices.ContainsFunc(rep.Anomalies, func(a anomaly) bool { return a.Kind == "ledger" }) {
 		t.Errorf("no ledger anomaly in %+v", rep.Anomalies)
+	}
+}
+
+func TestHistoryFileHasInvokeAndCompleteLines(t *testing.T) {
+	h := &history{}
+	h.ops = []histOp{
+		{ID: 0, Kind: kindBook, InvokeNS: 10, DoneNS: 50, Status: 201, Outcome: outcomeOK, Booking: "b1"},
+		{ID: 1, Kind: kindCancel, InvokeNS: 20, DoneNS: 30, Outcome: outcomeUnknown},
+	}
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	if err := h.write(path); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var l struct {
+			Type    string `json:"type"`
+			ID      int    `json:"id"`
+			Outcome string `json:"outcome"`
+			Booking string `json:"booking"`
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("%v in %s", err, line)
+		}
+		got = append(got, fmt.Sprintf("%s %d %s%s", l.Type, l.ID, l.Outcome, l.Booking))
+	}
+	want := []string{"invoke 0 ", "invoke 1 ", "complete 1 unknown", "complete 0 okb1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("lines %q, want %q", got, want)
 	}
 }
