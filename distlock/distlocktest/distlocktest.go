@@ -87,6 +87,10 @@ func keys(n int) []string {
 	return ks
 }
 
+// free is how long the suite lets a key that nobody holds take to obtain:
+// a deadline for a slow, loaded machine, not a measure of speed.
+const free = 15 * time.Second
+
 func obtain(t *testing.T, l distlock.Locker, wait time.Duration, keys ...string) distlock.Lock {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), wait)
@@ -94,6 +98,25 @@ func obtain(t *testing.T, l distlock.Locker, wait time.Duration, keys ...string)
 	lock, err := l.Obtain(ctx, keys...)
 	if err != nil {
 		t.Fatalf("Obtain(%q): %v", keys, err)
+	}
+	return lock
+}
+
+// obtainFree takes key, which must be free now: with one attempt where the
+// Locker can make one (a key still taken is refused at once, however slow
+// the machine), else by waiting at most within (under one lease, so that a
+// key left taken is not freed by its lease running out first).
+func obtainFree(t *testing.T, l distlock.Locker, within time.Duration, key string) distlock.Lock {
+	t.Helper()
+	tl, ok := l.(TryLocker)
+	if !ok {
+		return obtain(t, l, within, key)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), free)
+	defer cancel()
+	lock, err := tl.TryObtain(ctx, key)
+	if err != nil {
+		t.Fatalf("TryObtain(%q) of a key that should be free: %v", key, err)
 	}
 	return lock
 }
@@ -282,10 +305,10 @@ func (s *suite) expiryOfVanishedHolder(t *testing.T) {
 	t.Parallel()
 	key := keys(1)[0]
 	start := time.Now()
-	gone := obtain(t, s.opts.NewNonRenewing(t), time.Second, key) // never released
+	gone := obtain(t, s.opts.NewNonRenewing(t), free, key) // never released
 	releaseAtEnd(t, gone)
 
-	lock := obtain(t, s.newLocker(t), 10*s.opts.TTL, key)
+	lock := obtain(t, s.newLocker(t), 10*s.opts.TTL+free, key)
 	releaseAtEnd(t, lock)
 	if waited := time.Since(start); waited < s.opts.TTL*9/10 {
 		t.Fatalf("key taken over after %v, before the TTL %v of the vanished holder ran out", waited, s.opts.TTL)
@@ -298,10 +321,10 @@ func (s *suite) nonOwnerRefused(t *testing.T) {
 	}
 	t.Parallel()
 	key := keys(1)[0]
-	stale := obtain(t, s.newLocker(t), time.Second, key)
+	stale := obtain(t, s.newLocker(t), free, key)
 	releaseAtEnd(t, stale)
 	s.opts.Expire(t, key)
-	owner := obtain(t, s.newLocker(t), 5*time.Second, key)
+	owner := obtain(t, s.newLocker(t), free, key)
 	releaseAtEnd(t, owner)
 
 	ctx := t.Context()
@@ -356,13 +379,13 @@ func (s *suite) lossOnDelete(t *testing.T) {
 	}
 	t.Parallel()
 	key := keys(1)[0]
-	lock := obtain(t, s.newLocker(t), time.Second, key)
+	lock := obtain(t, s.newLocker(t), free, key)
 	releaseAtEnd(t, lock)
 	if err := lock.Err(); err != nil {
 		t.Fatalf("Err while held = %v", err)
 	}
 	s.opts.Expire(t, key)
-	s.waitLost(t, lock, 5*s.opts.TTL)
+	s.waitLost(t, lock, 5*s.opts.TTL+free)
 	if err := lock.Release(t.Context()); !errors.Is(err, distlock.ErrNotHeld) {
 		t.Fatalf("Release after loss = %v, want ErrNotHeld", err)
 	}
@@ -374,15 +397,15 @@ func (s *suite) lossOnExpiry(t *testing.T) {
 	}
 	t.Parallel()
 	key := keys(1)[0]
-	lock := obtain(t, s.opts.NewNonRenewing(t), time.Second, key)
+	lock := obtain(t, s.opts.NewNonRenewing(t), free, key)
 	releaseAtEnd(t, lock)
-	s.waitLost(t, lock, 5*s.opts.TTL)
+	s.waitLost(t, lock, 5*s.opts.TTL+free)
 }
 
 func (s *suite) cancelWhileWaiting(t *testing.T) {
 	t.Parallel()
 	key := keys(1)[0]
-	holder := obtain(t, s.newLocker(t), time.Second, key)
+	holder := obtain(t, s.newLocker(t), free, key)
 	releaseAtEnd(t, holder)
 	waiter := s.newLocker(t)
 
@@ -405,7 +428,7 @@ func (s *suite) cancelWhileWaiting(t *testing.T) {
 func (s *suite) waitOutlastsLease(t *testing.T) {
 	t.Parallel()
 	key := keys(1)[0]
-	holder := obtain(t, s.newLocker(t), time.Second, key)
+	holder := obtain(t, s.newLocker(t), free, key)
 	releaseAtEnd(t, holder)
 
 	var released atomic.Bool
@@ -434,8 +457,8 @@ func (s *suite) waitOutlastsLease(t *testing.T) {
 		if err != nil {
 			t.Fatalf("waiter: %v", err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("waiter did not get the key within 10s of its release")
+	case <-time.After(free):
+		t.Fatalf("waiter did not get the key within %v of its release", free)
 	}
 }
 
@@ -448,7 +471,7 @@ func (s *suite) fencingIncreases(t *testing.T) {
 	ls := []distlock.Locker{s.newLocker(t), s.newLocker(t)}
 	var last int64
 	for i := range 6 {
-		lock := obtain(t, ls[i%2], 5*time.Second, key)
+		lock := obtain(t, ls[i%2], free, key)
 		tok := lock.Token(key)
 		if tok <= last {
 			t.Fatalf("holder %d got fencing token %d, not above the previous %d", i, tok, last)
@@ -473,14 +496,14 @@ func (s *suite) multiKeyAllOrNothing(t *testing.T) {
 	ks := keys(3)
 	a, b := s.newLocker(t), s.newLocker(t)
 
-	middle := obtain(t, a, time.Second, ks[1])
+	middle := obtain(t, a, free, ks[1])
 	releaseAtEnd(t, middle)
 	assertNotObtainable(t, b, 300*time.Millisecond, ks...)
 
 	// Nothing of the refused set was left taken. A key left taken would be
 	// freed by its lease running out, so wait well under one lease.
 	for _, k := range []string{ks[0], ks[2]} {
-		lock := obtain(t, a, s.opts.TTL/2, k)
+		lock := obtainFree(t, a, s.opts.TTL/2, k)
 		if err := lock.Release(t.Context()); err != nil {
 			t.Fatalf("Release(%q): %v", k, err)
 		}
@@ -489,7 +512,7 @@ func (s *suite) multiKeyAllOrNothing(t *testing.T) {
 	if err := middle.Release(t.Context()); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	all := obtain(t, b, 5*time.Second, append(ks, ks[0])...) // a duplicate is taken once
+	all := obtain(t, b, free, append(ks, ks[0])...) // a duplicate is taken once
 	releaseAtEnd(t, all)
 	for _, k := range ks {
 		if s.opts.Fencing && all.Token(k) <= 0 {
@@ -501,7 +524,7 @@ func (s *suite) multiKeyAllOrNothing(t *testing.T) {
 		t.Fatalf("Release of the whole set: %v", err)
 	}
 	for _, k := range ks {
-		lock := obtain(t, a, time.Second, k)
+		lock := obtain(t, a, free, k)
 		_ = lock.Release(t.Context())
 	}
 }

@@ -39,6 +39,11 @@ func TestMain(m *testing.M) {
 // grants it (its tick is 200ms).
 const sessionTimeout = 2 * time.Second
 
+// patience bounds every wait for something the server will do (start a
+// session, expire one, delete a node): generous, because a loaded machine
+// stretches each of them, and a wait that ends early fails the test.
+const patience = 30 * time.Second
+
 // testRoot returns a root path of t's own.
 func testRoot(t testing.TB) string {
 	t.Helper()
@@ -55,7 +60,7 @@ func (quiet) Printf(string, ...any) {}
 func dial(t testing.TB, root string, connOpts ...func(*zk.Conn)) *zklock.Locker {
 	t.Helper()
 	addr := zktest.Addr(t, server, serverErr)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	connOpts = append([]func(*zk.Conn){zk.WithLogger(quiet{})}, connOpts...)
 	l, err := zklock.Dial(ctx, []string{addr}, sessionTimeout, zklock.Options{Root: root}, connOpts...)

@@ -15,6 +15,7 @@ import (
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/distlocktest"
 	"github.com/seatlock/seatlock/distlock/zklock"
+	"github.com/seatlock/seatlock/distlock/zklock/zktest"
 	"github.com/seatlock/seatlock/internal/wait"
 )
 
@@ -86,7 +87,7 @@ func bySequence(a, b string) int {
 // waitChildren waits until dir has n children.
 func waitChildren(t *testing.T, conn *zk.Conn, dir string, n int) {
 	t.Helper()
-	wait.For(t, 10*time.Second, fmt.Sprintf("%s has %d children", dir, n), func() bool {
+	wait.For(t, patience, fmt.Sprintf("%s has %d children", dir, n), func() bool {
 		children, _, err := conn.Children(dir)
 		return err == nil && len(children) == n
 	})
@@ -177,7 +178,7 @@ func TestSessionExpiryHandsOver(t *testing.T) {
 	select {
 	case <-holder.Lost():
 		lostAt = time.Now()
-	case <-time.After(5 * sessionTimeout):
+	case <-time.After(patience):
 		t.Fatal("the cut-off holder was not told of the loss")
 	}
 	if err := holder.Err(); !errors.Is(err, distlock.ErrLost) {
@@ -207,7 +208,7 @@ func TestNewLearnsExpiryOnReconnect(t *testing.T) {
 	root := testRoot(t)
 	key := "{screening-3}:B2"
 	var c cutter
-	conn, _, err := zk.Connect([]string{server.Addr}, sessionTimeout, zk.WithLogger(quiet{}), zk.WithDialer(c.dial))
+	conn, _, err := zk.Connect([]string{zktest.Addr(t, server, serverErr)}, sessionTimeout, zk.WithLogger(quiet{}), zk.WithDialer(c.dial))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +222,7 @@ func TestNewLearnsExpiryOnReconnect(t *testing.T) {
 	c.Cut()
 
 	// Another client takes the key once the server expired the session.
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), patience)
 	defer cancel()
 	other, err := dial(t, root).Obtain(ctx, key)
 	if err != nil {
@@ -237,7 +238,7 @@ func TestNewLearnsExpiryOnReconnect(t *testing.T) {
 	c.Heal()
 	select {
 	case <-holder.Lost():
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("the loss was not reported after reconnecting")
 	}
 	if err := holder.Err(); !errors.Is(err, distlock.ErrLost) || !errors.Is(err, zk.ErrSessionExpired) {
@@ -265,7 +266,7 @@ func TestReleaseWhileCutOff(t *testing.T) {
 	c.Cut()
 	select {
 	case <-holder.Lost():
-	case <-time.After(5 * sessionTimeout):
+	case <-time.After(patience):
 		t.Fatal("the cut-off holder was not told of the loss")
 	}
 	start, dialled := time.Now(), c.Dials()
@@ -285,7 +286,7 @@ func TestReleaseWhileCutOff(t *testing.T) {
 	conn := connect(t)
 	for _, key := range keys {
 		dir := locker.DirForTest(key)
-		wait.For(t, 10*time.Second, dir+" is empty after the heal", func() bool {
+		wait.For(t, patience, dir+" is empty after the heal", func() bool {
 			children, _, err := conn.Children(dir)
 			return errors.Is(err, zk.ErrNoNode) || err == nil && len(children) == 0
 		})
