@@ -30,6 +30,7 @@ type nemesisConfig struct {
 	reconcileEvery time.Duration
 	paymentDelay   time.Duration
 	settle         time.Duration
+	commit         string // of the tree the cluster is built from, read before building
 }
 
 // parseNemesisFlags reads the flags of loadgen nemesis.
@@ -95,6 +96,7 @@ func runNemesis(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
 		return fmt.Errorf("%w: %w", errCouldNotRun, err)
 	}
+	cfg.commit = commit()
 	clockLib, err := cfg.clockLibrary(work, stderr)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errCouldNotRun, err)

@@ -174,7 +174,9 @@ func (r *nemesisReport) summarize(h *history, wall time.Duration, ran []faultRec
 	r.Timeline = newTimeline(records, wall, nil, windows)
 }
 
-// commit is the commit the binary was built from, or the working tree's.
+// commit is the commit the binary was built from, or else the working
+// tree's HEAD (which the cluster's cmd/api is built from), "+dirty" when
+// the tree has changes.
 func commit() string {
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range info.Settings {
@@ -187,7 +189,11 @@ func commit() string {
 	if err != nil {
 		return "unknown"
 	}
-	return strings.TrimSpace(string(out))
+	head := strings.TrimSpace(string(out))
+	if status, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(status) > 0 {
+		head += "+dirty"
+	}
+	return head
 }
 
 // finishNemesis writes report.json and report.html, prints the verdict

@@ -55,7 +55,7 @@ func nemesisRun(ctx context.Context, cfg nemesisConfig, c *cluster.Cluster, sche
 	}
 	rep := &nemesisReport{Seed: cfg.seed, ScheduleSHA256: scheduleHash(schedule), DurationS: wall.Seconds(),
 		Lock: cfg.lock, Guard: cfg.guard, Clients: cfg.clients, Instances: nemesisInstances,
-		ReconcileEvery: cfg.reconcileEvery.String(), Faults: ran, Commit: commit()}
+		ReconcileEvery: cfg.reconcileEvery.String(), Faults: ran, Commit: cfg.commit}
 	final, err := settle(ctx, cl, c, h, shows, cfg.settle, rep)
 	if err != nil {
 		return nil, err
