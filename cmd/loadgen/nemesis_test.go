@@ -168,7 +168,7 @@ func TestNemesisCleanRunExitsZero(t *testing.T) {
 }
 
 func TestNemesisFindsDoubleBookingsWithTheGuardOff(t *testing.T) {
-	status, rep, out := runNemesisForTest(t, "-time", "15s", "-seed", "2", "-faults", "pause", "-lock", "none", "-guard", "off")
+	status, rep, out := runNemesisForTest(t, "-time", "12s", "-seed", "2", "-faults", "pause", "-lock", "none", "-guard", "off", "-settle", "5s")
 	if status != 1 {
 		t.Fatalf("exit %d, want 1: no lock and no guard must double-book", status)
 	}
