@@ -15,7 +15,9 @@
 //	c.APIs[0].Kill()
 //	_ = c.APIs[0].Start(ctx)
 //
-// Every process is a child of the caller and dies with it (Linux: the
-// kernel kills it when the parent thread dies), so a crashed caller leaves
-// nothing running. Nothing here listens beyond 127.0.0.1.
+// Stop ends everything. Every process but Postgres is a child of the
+// caller and dies with it even without Stop (Linux: the kernel kills it
+// when the parent thread dies); pg_ctl runs Postgres as a daemon, so a
+// caller killed before Stop leaves it running in its seatlock-pg-*
+// temporary directory. Nothing here listens beyond 127.0.0.1.
 package cluster
