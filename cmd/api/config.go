@@ -306,6 +306,8 @@ func (c config) has(env string) bool {
 		return len(c.RedlockURLs) > 0
 	case "ZOOKEEPER_SERVERS":
 		return len(c.ZooKeeperServers) > 0
+	case "DEMO_MODE":
+		return c.Demo
 	}
 	return false
 }

@@ -56,7 +56,7 @@ func (s strategy) safe() bool { return s.reach != reachNone }
 // ones the service offers (reservation.Service.Strategies), and a test
 // holds the README's strategy table to it.
 func catalogue() []strategy {
-	return []strategy{
+	return append([]strategy{
 		{name: reservation.LockNone, reach: reachNone},
 		{name: reservation.LockGlobal, reach: reachInstance, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
 			return lb.measured(reservation.LockGlobal, locking.Global()), nil
@@ -83,7 +83,7 @@ func catalogue() []strategy {
 		{name: reservation.LockRedlock, needs: "REDLOCK_URLS", reach: reachAll, locker: (*lockBackends).redlock},
 		{name: reservation.LockFile, reach: reachHost, locker: (*lockBackends).files},
 		{name: reservation.LockZooKeeper, needs: "ZOOKEEPER_SERVERS", reach: reachAll, locker: (*lockBackends).zookeeper},
-	}
+	}, labStrategies()...)
 }
 
 // guard is one row of the guards' table: a write guard as this server

@@ -60,15 +60,11 @@ func Run(t *testing.T, newLocker func(t *testing.T) distlock.Locker, opts Option
 		t.Fatal("distlocktest: Options.TTL must be set")
 	}
 	s := &suite{newLocker: newLocker, opts: opts}
-	t.Run("MutualExclusion", s.mutualExclusion)
-	t.Run("ExpiryOfVanishedHolder", s.expiryOfVanishedHolder)
-	t.Run("NonOwnerRefused", s.nonOwnerRefused)
-	t.Run("LossOnDelete", s.lossOnDelete)
-	t.Run("LossOnExpiry", s.lossOnExpiry)
-	t.Run("CancelWhileWaiting", s.cancelWhileWaiting)
-	t.Run("WaitOutlastsLease", s.waitOutlastsLease)
-	t.Run("FencingIncreases", s.fencingIncreases)
-	t.Run("MultiKeyAllOrNothing", s.multiKeyAllOrNothing)
+	for _, st := range s.stages() {
+		for _, c := range st.cases {
+			t.Run(c.name, c.run)
+		}
+	}
 }
 
 type suite struct {

@@ -30,4 +30,7 @@ lab_expect "$LAB_DIR/example.txt" '^-- the same as its // Output: block$' "Examp
 go run ./docs/workshop/showexample ./distlock ExampleRedis_TryObtain | tee "$LAB_DIR/tryobtain.txt" # lab
 lab_expect "$LAB_DIR/tryobtain.txt" '^distlock: not acquired: "\{screening-42\}:C7" is held$' "TryObtain does not wait for a held seat"
 lab_expect "$LAB_DIR/tryobtain.txt" '^-- the same as its // Output: block$' "ExampleRedis_TryObtain prints its // Output: block"
+# The grade fails, as the text says: the untouched skeleton is graded.
+GRADE=1 go test -count=1 -timeout 2m ./docs/workshop/write/redislock | tee "$LAB_DIR/grade-redis.txt" || true
+lab_expect "$LAB_DIR/grade-redis.txt" 'stage 1 of 3 \(1-basics\) failed' "the skeleton stops at stage 1"
 echo "lab 5 passed"

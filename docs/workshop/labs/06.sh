@@ -96,6 +96,32 @@ lab_expect_answer "$LAB_DIR/bob-late.txt" 201 '"customer":"bob"' "bob books A1 w
 lab_expect_answer "$LAB_DIR/ann-late.txt" 409 '"code":"lock_lost"' "ann: 409 lock_lost"
 lab_expect "$LAB_DIR/stats-late.txt" '"charges":3,"refunds":0,"overlaps":0,"refused_stale":1,"max_concurrent":1' "the provider refused ann's stale charge: refused_stale 1, no overlap, nothing to refund"
 
+# The stale write on a free seat: ann's write waits in the database gate
+# while bob books A1 and cancels; the seat is free when her write lands,
+# so the free-seat check passes, and only the token check refuses it.
+F=$(curl -s -X POST "$API4/v1/screenings" -H 'Content-Type: application/json' -d '{"movie":"Freed","rows":1,"seats_per_row":5,"lock":"redis","payment_delay_ms":2000}' | jq -r .id) # lab
+[ -n "$F" ] && [ "$F" != null ] || { echo "FAIL: no screening created for the freed seat" >&2; exit 1; }
+curl -s "$PAY/v1/stats" >"$LAB_DIR/stats-before.txt" # lab
+curl -s -w '%{http_code}\n' -X POST "$API3/v1/screenings/$F/bookings" -H 'Content-Type: application/json' -d '{"seats":["A1"],"customer":"ann"}' >"$LAB_DIR/ann-freed.txt" & # lab
+sleep 1 # lab
+kill -USR1 "$(lab_pid dbgate)" # lab
+lab_wait_log dbgate holding 2 # lab
+kill -STOP "$(lab_pid api3)" # lab
+curl -s -X POST "$API4/v1/screenings/$F/bookings" -H 'Content-Type: application/json' -d '{"seats":["A1"],"customer":"bob"}' | tee "$LAB_DIR/bob-freed.txt" # lab
+curl -s -w '%{http_code}\n' -X DELETE "$API4/v1/bookings/$(jq -r .id "$LAB_DIR/bob-freed.txt")" -H "Authorization: Bearer $(jq -r .token "$LAB_DIR/bob-freed.txt")" | tee "$LAB_DIR/cancel-freed.txt" # lab
+psql "$DB" -c "select seat, booking_id, fence from seats where screening_id = '$F'" | tee "$LAB_DIR/row-freed.txt" # lab
+kill -CONT "$(lab_pid api3)" # lab
+kill -USR2 "$(lab_pid dbgate)" # lab
+wait # lab
+cat "$LAB_DIR/ann-freed.txt" # lab
+curl -s "$API4/v1/screenings/$F/seats" | jq -c '.seats[] | select(.id == "A1")' | tee "$LAB_DIR/a1-freed.txt" # lab
+jq -c --slurpfile before "$LAB_DIR/stats-before.txt" 'with_entries(.value -= ($before[0][.key] // 0))' <(curl -s "$PAY/v1/stats") | tee "$LAB_DIR/stats-freed.txt" # lab
+lab_expect "$LAB_DIR/cancel-freed.txt" '^204$' "bob cancels: A1 is free again"
+lab_expect "$LAB_DIR/row-freed.txt" '^ A1 +\| +\| +[1-9][0-9]*$' "the seat row: no booking, bob's fence kept"
+lab_expect_answer "$LAB_DIR/ann-freed.txt" 409 '"code":"lock_lost".*a newer lock holder has written these seats' "ann: 409 lock_lost by the token check alone"
+lab_expect "$LAB_DIR/a1-freed.txt" '"status":"free"' "A1 is still free after ann's refused write"
+lab_expect "$LAB_DIR/stats-freed.txt" '"charges":2,"refunds":2' "this step's charges (ann, bob) are both refunded (bob's cancel, ann's refusal)"
+
 go run ./docs/workshop/showexample ./distlock ExampleRedis_Obtain_watchdog | tee "$LAB_DIR/watchdog.txt" # lab
 lab_expect "$LAB_DIR/watchdog.txt" '^renewed: true$' "the watchdog renewed the lease"
 lab_expect "$LAB_DIR/watchdog.txt" '^-- the same as its // Output: block$' "ExampleRedis_Obtain_watchdog prints its // Output: block"

@@ -288,9 +288,12 @@ lab_gate() {
 	return 1
 }
 
+# lab_wait_log NAME REGEX [N] waits up to 10 s for N lines (default 1) of
+# NAME's log to match REGEX: a gate that holds a second time logs a second
+# "holding" line.
 lab_wait_log() {
 	for _ in $(seq 100); do
-		grep -qE -- "$2" "$LAB_DIR/$1.log" && return 0
+		[ "$(grep -cE -- "$2" "$LAB_DIR/$1.log")" -ge "${3:-1}" ] && return 0
 		sleep 0.1
 	done
 	echo "lab_wait_log: no line of $1's log matches /$2/ after 10 s:" >&2
@@ -325,9 +328,13 @@ lab_cleanup() {
 	local pid name
 	if [ -f "$LAB_DIR/pids" ]; then
 		# API instances first, with SIGTERM so that they drain and release
-		# their locks; a stopped (SIGSTOP) one is continued first.
+		# their locks; a stopped (SIGSTOP) one is continued first, and asked
+		# for its screenings, whose keys in Redis go away with the lab.
 		while read -r pid name; do
 			kill -CONT "$pid" 2>/dev/null || true
+		done <"$LAB_DIR/pids"
+		lab_screening_ids >"$LAB_DIR/screening-ids" 2>/dev/null || true
+		while read -r pid name; do
 			kill -TERM "$pid" 2>/dev/null || true
 		done <"$LAB_DIR/pids"
 		while read -r pid name; do
@@ -335,6 +342,7 @@ lab_cleanup() {
 			kill -KILL "$pid" 2>/dev/null || true
 		done <"$LAB_DIR/pids"
 		rm -f "$LAB_DIR/pids"
+		lab_forget_keys "$LAB_DIR/screening-ids" || true
 	fi
 	if [ -f "$LAB_DIR/databases" ]; then
 		while read -r name; do
@@ -342,6 +350,44 @@ lab_cleanup() {
 		done <"$LAB_DIR/databases"
 		rm -f "$LAB_DIR/databases"
 	fi
+}
+
+# lab_screening_ids prints every screening of every API the lab started,
+# asked while they run: its id, rows and seats per row on a line.
+lab_screening_ids() {
+	local log addr page next
+	for log in "$LAB_DIR"/*.log; do
+		addr=$(grep -o 'listening on http://[0-9.:]*' "$log" | head -n 1 | sed 's/listening on //')
+		[ -n "$addr" ] || continue
+		next=""
+		for _ in $(seq 100); do
+			page=$(curl -fsS --max-time 5 "$addr/v1/screenings?limit=1000${next:+&after=$next}") || break
+			jq -r '.screenings[] | "\(.id) \(.rows) \(.seats_per_row)"' <<<"$page"
+			next=$(jq -r '.next // empty' <<<"$page")
+			[ -n "$next" ] || break
+		done
+	done
+}
+
+# lab_forget_keys SCREENINGS deletes the fence counters of the seats of the
+# screenings listed in the file SCREENINGS (lab_screening_ids) from the
+# shared Redis, for every lock that keeps them there (redis, redlock, the
+# workshop's lab-redis): nothing a lab wrote stays behind. Names are made,
+# not searched for, so one redis-cli does it whatever else Redis holds.
+# The screening "demo", which every API has, is left alone: other programs
+# on the machine use it.
+lab_forget_keys() {
+	[ -s "$1" ] || return 0
+	awk '$1 != "demo" {
+		for (p = 0; p < 3; p++) {
+			prefix = p == 0 ? "seatlock:fence:" : p == 1 ? "seatlock:redlock:fence:" : "seatlock:lab:fence:"
+			line = "DEL"
+			for (r = 0; r < $2; r++)
+				for (n = 1; n <= $3; n++)
+					line = line " " prefix "{" $1 "}:" substr("ABCDEFGHIJKLMNOPQRSTUVWXYZ", r + 1, 1) n
+			print line
+		}
+	}' "$1" | redis-cli -u "$REDIS_URL" >/dev/null
 }
 
 lab_script() {

@@ -1,0 +1,22 @@
+//go:build labsolution
+
+package main
+
+import (
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/docs/workshop/write/solutions/keyedlock"
+	"github.com/seatlock/seatlock/docs/workshop/write/solutions/redislock"
+)
+
+// labCode says whose locks the lab strategies run: the solutions.
+const labCode = "docs/workshop/write/solutions"
+
+func newLabKeyed() keyMutex { return new(keyedlock.Mutex) }
+
+func newLabRedis(c *redis.Client, ttl time.Duration) distlock.Locker {
+	return redislock.New(c, redislock.Options{TTL: ttl, Prefix: "seatlock:lab:"})
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"github.com/seatlock/seatlock/locking"
+	"github.com/seatlock/seatlock/reservation"
+)
+
+// The strategies that run the locks workshop attendees write
+// (docs/workshop/write): the API, loadgen, the payment provider and the
+// fault gates judge them as they judge the project's own. They are
+// offered in demo mode only, as code being written should be. Which code
+// they run is chosen when the API is built: the attendee's folders by
+// default, the solutions with -tags labsolution (lab_attendee.go,
+// lab_solution.go).
+const (
+	labKeyed reservation.Strategy = "lab-keyed"
+	labRedis reservation.Strategy = "lab-redis"
+)
+
+func labStrategies() []strategy {
+	return []strategy{
+		{name: labKeyed, needs: "DEMO_MODE", reach: reachInstance, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+			lb.logger.Info("lab lock", "strategy", labKeyed, "code", labCode)
+			return lb.measured(labKeyed, perKey{m: newLabKeyed()}), nil
+		}},
+		{name: labRedis, needs: "DEMO_MODE", reach: reachAll, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+			lb.logger.Info("lab lock", "strategy", labRedis, "code", labCode)
+			return lb.measured(labRedis, locking.Distributed(newLabRedis(lb.b.redis, lb.cfg.LockTTL))), nil
+		}},
+	}
+}
+
+// keyMutex is the keyed mutex of the lab: keyedlock.Mutex's Lock and
+// Unlock.
+type keyMutex interface {
+	Lock(ctx context.Context, key string) error
+	Unlock(key string)
+}
+
+// perKey locks a booking's seats on a keyMutex one at a time, in the
+// order the service sorted them, and unlocks what it took when a wait
+// fails.
+type perKey struct{ m keyMutex }
+
+func (p perKey) LockSeats(ctx context.Context, screeningID string, seats []string) (reservation.SeatLease, error) {
+	var held []string
+	unlock := func() {
+		for _, k := range held {
+			p.m.Unlock(k)
+		}
+	}
+	for _, seat := range seats {
+		key := reservation.SeatKey(screeningID, seat)
+		if err := p.m.Lock(ctx, key); err != nil {
+			unlock()
+			if ctx.Err() != nil {
+				return nil, errors.Join(err, ctx.Err())
+			}
+			return nil, errors.Join(reservation.ErrUnavailable, err)
+		}
+		held = append(held, key)
+	}
+	return inProcessLease(unlock), nil
+}
+
+// inProcessLease is the lease of an in-process lock: it cannot be lost
+// and has no fencing token.
+type inProcessLease func()
+
+func (f inProcessLease) Fence(string) int64            { return 0 }
+func (f inProcessLease) Lost() <-chan struct{}         { return nil }
+func (f inProcessLease) Release(context.Context) error { f(); return nil }

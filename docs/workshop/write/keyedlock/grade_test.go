@@ -1,0 +1,14 @@
+package keyedlock_test
+
+import (
+	"testing"
+
+	"github.com/seatlock/seatlock/docs/workshop/write/grade"
+	"github.com/seatlock/seatlock/docs/workshop/write/keyedlock"
+	"github.com/seatlock/seatlock/keyedlock/keyedlocktest"
+)
+
+func TestGrade(t *testing.T) {
+	grade.Asked(t, "keyedlock")
+	grade.KeyedLock(t, func() keyedlocktest.Mutex { return new(keyedlock.Mutex) })
+}
