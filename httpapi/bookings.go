@@ -42,6 +42,7 @@ func handleBookingCreate(svc *reservation.Service, m *metrics) gin.HandlerFunc {
 			Adjacent:       body.Adjacent,
 			Customer:       body.Customer,
 			IdempotencyKey: key,
+			QueueToken:     queueToken(c),
 		})
 		if err != nil {
 			respondErr(c, err)

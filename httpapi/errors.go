@@ -53,6 +53,9 @@ var errorKinds = []errorKind{
 	{reservation.ErrStaleToken, http.StatusConflict, "lock_lost", true},
 	{reservation.ErrConflict, http.StatusConflict, "conflict", true},
 	{reservation.ErrIdempotencyMismatch, http.StatusUnprocessableEntity, "idempotency_mismatch", true},
+	{reservation.ErrNoQueue, http.StatusConflict, "no_queue", true},
+	{reservation.ErrNotAdmitted, http.StatusForbidden, "not_admitted", true},
+	{reservation.ErrAdmissionExpired, http.StatusForbidden, "admission_expired", true},
 	{reservation.ErrUnauthorized, http.StatusUnauthorized, codeUnauthorized, true},
 	{reservation.ErrForbidden, http.StatusForbidden, codeForbidden, true},
 	{reservation.ErrLimit, http.StatusServiceUnavailable, "limit_reached", true},
@@ -72,6 +75,9 @@ type errorDetail struct {
 	Code    string   `json:"code"`
 	Message string   `json:"message"`
 	Seats   []string `json:"seats,omitempty"` // with seat_taken and seat_held
+	// Position is the queue position of a buyer not admitted yet, with
+	// not_admitted when the buyer's entry waits.
+	Position *int `json:"position,omitempty"`
 }
 
 // respondErr answers with the status and code of err's row in errorKinds.
@@ -98,11 +104,14 @@ func respondErr(c *gin.Context, err error) {
 	}
 	var taken *reservation.SeatsTakenError
 	var held *reservation.SeatsHeldError
+	var waiting *reservation.NotAdmittedError
 	switch {
 	case errors.As(err, &taken):
 		d.Seats = taken.Seats
 	case errors.As(err, &held):
 		d.Seats = held.Seats
+	case errors.As(err, &waiting):
+		d.Position = &waiting.Position
 	}
 	if kind.status >= 500 {
 		_ = c.Error(err)

@@ -53,6 +53,7 @@ func handleHoldCreate(svc *reservation.Service, m *metrics) gin.HandlerFunc {
 			Count:       body.Count,
 			Adjacent:    body.Adjacent,
 			Customer:    body.Customer,
+			QueueToken:  queueToken(c),
 		})
 		if err != nil {
 			respondErr(c, err)

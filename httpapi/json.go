@@ -25,10 +25,18 @@ type screeningJSON struct {
 	Lock           string    `json:"lock"`
 	Guard          string    `json:"guard"`
 	PaymentDelayMS int64     `json:"payment_delay_ms"`
+	// Queue is set only for a screening with a waiting room.
+	Queue *queueConfigJSON `json:"queue,omitempty"`
 }
 
 func toScreeningJSON(s reservation.Screening) screeningJSON {
+	var queue *queueConfigJSON
+	if s.Queue.Enabled() {
+		ms := s.Queue.AdmittedFor.Milliseconds()
+		queue = &queueConfigJSON{AdmitPerSecond: s.Queue.AdmitPerSecond, AdmittedForMS: &ms}
+	}
 	return screeningJSON{
+		Queue:          queue,
 		ID:             s.ID,
 		Movie:          s.Movie,
 		StartsAt:       s.StartsAt.UTC(),
@@ -60,6 +68,8 @@ type createScreeningJSON struct {
 	Guard          string `json:"guard"`
 	PaymentDelayMS *int64 `json:"payment_delay_ms"`
 	HoldTTLMS      *int64 `json:"hold_ttl_ms"`
+	// Queue gives the screening a waiting room.
+	Queue *queueConfigJSON `json:"queue"`
 }
 
 // seatJSON is a Seat; booking_id is left out for a free seat.

@@ -34,6 +34,8 @@ func addRoutes(r *gin.Engine, svc *reservation.Service, opts Options, m *metrics
 	v1.GET("/holds/:id", handleHoldGet(svc))
 	v1.POST("/holds/:id/confirm", writes, handleHoldConfirm(svc, m))
 	v1.DELETE("/holds/:id", writes, handleHoldRelease(svc, m))
+	v1.POST("/screenings/:id/queue", writes, handleQueueJoin(svc))
+	v1.GET("/queue/:id", handleQueueGet(svc))
 
 	r.NoRoute(handleNoRoute())
 	r.NoMethod(handleNoMethod())

@@ -105,6 +105,11 @@ func handleScreeningCreate(svc *reservation.Service) gin.HandlerFunc {
 			d := time.Duration(*ms) * time.Millisecond
 			req.HoldTTL = &d
 		}
+		queue, ok := queueConfig(c, body.Queue)
+		if !ok {
+			return
+		}
+		req.Queue = queue
 		s, err := svc.CreateScreening(c.Request.Context(), req)
 		if err != nil {
 			respondErr(c, err)

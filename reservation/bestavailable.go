@@ -29,7 +29,9 @@ import (
 //     in the order above, then blocks by the distance of their centre from
 //     the middle of the row, a tie to the lower first number;
 //   - seats that need not be adjacent: the count best single seats in the
-//     order above, so they may span rows.
+//     order above, so they may span rows;
+//   - either way, a set that leaves a single free seat alone in its row
+//     comes only when no set of the count leaves none (see stranded.go).
 
 // SeatsBusyError says which seats' locks someone else holds. It matches
 // ErrSeatBusy with errors.Is.
@@ -158,41 +160,87 @@ type picker struct {
 	next     int    // position in order of the first set not yet passed
 }
 
-// candidate returns the best set left, as sorted seat ids, or nil.
+// candidate returns the best set left, as sorted seat ids, or nil: the
+// best that strands no single seat when one exists (see stranded.go).
 func (p *picker) candidate() []string {
 	if !p.adjacent {
-		var set []string
-		for k := p.next; k < len(p.order); k++ {
-			i := p.order[k]
-			if p.skip[i] {
-				if len(set) == 0 {
-					p.next = k + 1 // a skipped seat before the first free one: passed for good
-				}
-				continue
+		return p.singles()
+	}
+	fallback := -1
+	for k := p.next; k < len(p.order); k++ {
+		first := p.order[k]
+		if p.blocked(first) {
+			if fallback < 0 {
+				p.next = k + 1 // before the first free block: passed for good
 			}
-			if set = append(set, SeatID(i/p.sc.SeatsPerRow, i%p.sc.SeatsPerRow+1)); len(set) == p.count {
-				sortSeats(set)
-				return set
-			}
+			continue
 		}
+		if fallback < 0 {
+			fallback = first
+		}
+		if block := p.block(first); strandsNone(p.skip, p.sc.SeatsPerRow, block) {
+			return p.ids(block)
+		}
+	}
+	if fallback < 0 {
 		return nil
 	}
-blocks:
-	for ; p.next < len(p.order); p.next++ {
-		first := p.order[p.next]
-		for i := first; i < first+p.count; i++ {
-			if p.skip[i] {
-				continue blocks
-			}
+	return p.ids(p.block(fallback))
+}
+
+// blocked reports whether the block of count seats from first has a seat
+// in skip.
+func (p *picker) blocked(first int) bool {
+	for i := first; i < first+p.count; i++ {
+		if p.skip[i] {
+			return true
 		}
-		set := make([]string, p.count)
-		for k := range set {
-			i := first + k
-			set[k] = SeatID(i/p.sc.SeatsPerRow, i%p.sc.SeatsPerRow+1)
-		}
-		return set
 	}
-	return nil
+	return false
+}
+
+// block returns the seat indexes of the block of count seats from first.
+func (p *picker) block(first int) []int {
+	b := make([]int, p.count)
+	for k := range b {
+		b[k] = first + k
+	}
+	return b
+}
+
+// singles returns the best count seats that need not be adjacent: taken
+// one at a time in the order, each the best after which the set can still
+// be completed to one that strands none; else, when no such set exists,
+// the count best.
+func (p *picker) singles() []string {
+	for p.next < len(p.order) && p.skip[p.order[p.next]] {
+		p.next++ // a skipped seat before the first free one: passed for good
+	}
+	clean := completable(p.skip, p.sc.SeatsPerRow, nil, p.count)
+	var chosen []int
+	for k := p.next; k < len(p.order) && len(chosen) < p.count; k++ {
+		i := p.order[k]
+		if p.skip[i] {
+			continue
+		}
+		if !clean || completable(p.skip, p.sc.SeatsPerRow, append(chosen, i), p.count-len(chosen)-1) {
+			chosen = append(chosen, i)
+		}
+	}
+	if len(chosen) < p.count {
+		return nil
+	}
+	return p.ids(chosen)
+}
+
+// ids returns the sorted seat ids of seat indexes.
+func (p *picker) ids(seats []int) []string {
+	set := make([]string, len(seats))
+	for k, i := range seats {
+		set[k] = SeatID(i/p.sc.SeatsPerRow, i%p.sc.SeatsPerRow+1)
+	}
+	sortSeats(set)
+	return set
 }
 
 // mark puts the seats into skip.

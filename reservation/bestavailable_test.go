@@ -40,7 +40,11 @@ func TestBestAvailableOrder(t *testing.T) {
 		rows, perRow int
 		want         []string
 	}{
-		{3, 5, []string{"B3", "B2", "B4", "B1", "B5", "C3", "C2", "C4", "C1", "C5", "A3", "A2", "A4", "A1", "A5"}},
+		// The middle seat of each row first: any other single seat of a
+		// row with its middle taken leaves its neighbour alone, so the
+		// middle of the next row strands none. Then no choice leaves none,
+		// and each stranded seat is taken next, which strands none.
+		{3, 5, []string{"B3", "C3", "A3", "B2", "B1", "B4", "B5", "C2", "C1", "C4", "C5", "A2", "A1", "A4", "A5"}},
 		{4, 2, []string{"C1", "C2", "B1", "B2", "D1", "D2", "A1", "A2"}},
 	} {
 		svc := demoService(t)
@@ -73,20 +77,27 @@ func TestBestAvailableAdjacent(t *testing.T) {
 	}
 	// Blocks of 2 in a row of 5, by their centre's distance from the
 	// middle: 2-3 and 3-4 tie (2-3 has the lower number), then 1-2, 4-5.
-	for _, want := range [][]string{{"B2", "B3"}, {"B4", "B5"}, {"C2", "C3"}} {
+	// 2-3 would leave 1 alone and 3-4 would leave 5 alone: 1-2 strands
+	// none. Then every block left in row B strands a seat, and C1-C2 is
+	// the best that does not.
+	for _, want := range [][]string{{"B1", "B2"}, {"C1", "C2"}} {
 		if got, err := book(2, true); err != nil || !slices.Equal(got, want) {
 			t.Fatalf("2 adjacent = %v, %v; want %v", got, err, want)
 		}
 	}
 	if got, err := book(4, true); err != nil || !slices.Equal(got, []string{"A1", "A2", "A3", "A4"}) {
-		t.Fatalf("4 adjacent = %v, %v; want A1-A4, the only row with 4 free side by side", got, err)
+		t.Fatalf("4 adjacent = %v, %v; want A1-A4, the only row with 4 free side by side (A5 is left alone: no choice leaves none)", got, err)
 	}
-	// Left: B1, C1, C4, C5, A5. No 3 side by side, but 3 singles.
+	// Left: B3-B5, C3-C5, A5. B3 and C3 leave pairs.
+	if got, err := book(2, false); err != nil || !slices.Equal(got, []string{"B3", "C3"}) {
+		t.Fatalf("2 anywhere = %v, %v; want B3 C3", got, err)
+	}
+	// Left: B4, B5, C4, C5, A5. No 3 side by side, but 3 singles.
 	if _, err := book(3, true); !errors.Is(err, reservation.ErrSoldOut) {
 		t.Fatalf("3 adjacent: %v, want ErrSoldOut", err)
 	}
-	if got, err := book(3, false); err != nil || !slices.Equal(got, []string{"B1", "C1", "C4"}) {
-		t.Fatalf("3 anywhere = %v, %v; want B1 C1 C4 (the best three singles: B1, C4, C1; sorted)", got, err)
+	if got, err := book(3, false); err != nil || !slices.Equal(got, []string{"A5", "B4", "B5"}) {
+		t.Fatalf("3 anywhere = %v, %v; want A5 B4 B5 (B4, B5, then C4 would leave C5 alone)", got, err)
 	}
 	for _, bad := range []reservation.BookRequest{
 		{Count: 0, Adjacent: true, Customer: "c"},

@@ -20,6 +20,9 @@ type BookRequest struct {
 	Adjacent       bool
 	Customer       string
 	IdempotencyKey string // optional
+	// QueueToken is the token of an admitted queue entry, which a
+	// screening with a waiting room requires (see queue.go).
+	QueueToken string
 }
 
 // Confirmation is the answer to a successful booking: the booking and its
@@ -41,12 +44,16 @@ type Confirmation struct {
 // ErrSeatHeld (a *SeatsHeldError),
 // ErrSeatBusy when the locks could not be had within the lock wait,
 // ErrLockLost when the lock was lost before the write, ErrIdempotencyMismatch,
+// ErrNotAdmitted or ErrAdmissionExpired on a screening with a waiting room,
 // ErrUnavailable, or the context's error. A request with an idempotency key
 // that already made a booking returns that booking's confirmation again
 // (see replay).
 func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, error) {
 	sc, err := s.Screening(ctx, req.ScreeningID)
 	if err != nil {
+		return Confirmation{}, err
+	}
+	if err := s.admitted(ctx, sc, req.QueueToken); err != nil {
 		return Confirmation{}, err
 	}
 	if best, err := bestRequest(req.Seats, req.Count, req.Adjacent); err != nil || best {

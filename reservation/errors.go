@@ -145,7 +145,10 @@ func Message(err error) string {
 	var taken *SeatsTakenError
 	var held *SeatsHeldError
 	var busy *SeatsBusyError
+	var waiting *NotAdmittedError
 	switch {
+	case errors.As(err, &waiting):
+		return waiting.Error()
 	case errors.As(err, &taken):
 		return taken.Error()
 	case errors.As(err, &held):
@@ -156,7 +159,7 @@ func Message(err error) string {
 	for _, kind := range []error{
 		ErrInvalid, ErrNotFound, ErrConflict, ErrSeatTaken, ErrSeatHeld, ErrSeatBusy, ErrSoldOut,
 		ErrHoldExpired, ErrLockLost, ErrStaleToken, ErrIdempotencyMismatch, ErrUnauthorized,
-		ErrForbidden, ErrLimit, ErrUnavailable,
+		ErrForbidden, ErrLimit, ErrNoQueue, ErrNotAdmitted, ErrAdmissionExpired, ErrUnavailable,
 	} {
 		if errors.Is(err, kind) {
 			return kind.Error()

@@ -20,6 +20,7 @@ type HoldRequest struct {
 	Count       int
 	Adjacent    bool
 	Customer    string
+	QueueToken  string // as in BookRequest
 }
 
 // HoldConfirmation is the answer to a new hold: the hold and its secret
@@ -40,6 +41,9 @@ type HoldConfirmation struct {
 func (s *Service) HoldSeats(ctx context.Context, req HoldRequest) (HoldConfirmation, error) {
 	sc, err := s.Screening(ctx, req.ScreeningID)
 	if err != nil {
+		return HoldConfirmation{}, err
+	}
+	if err := s.admitted(ctx, sc, req.QueueToken); err != nil {
 		return HoldConfirmation{}, err
 	}
 	best, err := bestRequest(req.Seats, req.Count, req.Adjacent)

@@ -91,6 +91,8 @@ type Screening struct {
 	PaymentDelay time.Duration
 	// HoldTTL is how long a hold on its seats lasts (see Hold).
 	HoldTTL time.Duration
+	// Queue is its waiting room; the zero value is none (see queue.go).
+	Queue QueueConfig
 }
 
 // SeatStatus says whether a seat is free, held or booked.

@@ -53,6 +53,7 @@ type NewScreening struct {
 	Guard        Guard
 	PaymentDelay *time.Duration
 	HoldTTL      *time.Duration // nil: the service's default
+	Queue        QueueConfig    // zero: no waiting room
 }
 
 // CreateScreening validates and stores a new screening. It returns
@@ -116,6 +117,9 @@ func (s *Service) CreateScreening(ctx context.Context, req NewScreening) (Screen
 		return Screening{}, err
 	}
 	sc.HoldTTL = ttl
+	if sc.Queue, err = validQueue(req.Queue); err != nil {
+		return Screening{}, err
+	}
 	if err := s.store.CreateScreening(ctx, sc); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return Screening{}, &messageError{kind: ErrConflict, msg: fmt.Sprintf("a screening with id %q exists", sc.ID)}

@@ -68,6 +68,15 @@ type Options struct {
 	// (see EventPublisher); the live seat map is fed from it.
 	Events EventPublisher
 
+	// Queue, when set, is the waiting room of the screenings created with
+	// one (see queue.go). Nil offers none: joining the queue of such a
+	// screening, or booking on it, is ErrUnavailable.
+	Queue Queue
+
+	// QueueLeaveAfter is how long a waiting queue entry that nobody asks
+	// about stays in the queue. Zero means DefaultQueueLeaveAfter.
+	QueueLeaveAfter time.Duration
+
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
 }
@@ -122,6 +131,9 @@ func NewService(store Store, opts Options) *Service {
 	}
 	if opts.DefaultHoldTTL <= 0 {
 		opts.DefaultHoldTTL = DefaultHoldTTL
+	}
+	if opts.QueueLeaveAfter <= 0 {
+		opts.QueueLeaveAfter = DefaultQueueLeaveAfter
 	}
 	if opts.ReconcileEvery <= 0 {
 		opts.ReconcileEvery = DefaultReconcileEvery

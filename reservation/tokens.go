@@ -16,12 +16,16 @@ func newToken() (token string, hash []byte, err error) {
 		return "", nil, fmt.Errorf("token: %w", err)
 	}
 	token = hex.EncodeToString(b[:])
+	return token, tokenHash(token), nil
+}
+
+// tokenHash returns the SHA-256 hash of a token, as the stores keep it.
+func tokenHash(token string) []byte {
 	h := sha256.Sum256([]byte(token))
-	return token, h[:], nil
+	return h[:]
 }
 
 // tokenMatches compares a token with a stored hash in constant time.
 func tokenMatches(token string, hash []byte) bool {
-	h := sha256.Sum256([]byte(token))
-	return subtle.ConstantTimeCompare(h[:], hash) == 1
+	return subtle.ConstantTimeCompare(tokenHash(token), hash) == 1
 }

@@ -19,7 +19,23 @@
 #      count every client of REDIS_URL: give the script a Redis of its own;
 #   3. parallelism: spread with a payment delay under keyed, redis,
 #      keyed+redis and global, on one instance over Postgres and over the
-#      in-memory store.
+#      in-memory store;
+#   quota. horizontal scale as on separate machines (PARTS=quota, not run
+#      by default; needs root): every API instance in a CPU cgroup of its
+#      own (v2 cpu.max, or v1 cpu.cfs_quota_us) with GOMAXPROCS=1, one
+#      instance with QUOTA_CLIENTS pinned clients against three with three
+#      times as many, at each quota of QUOTA, the two orders alternating
+#      from round to round; Postgres, Redis and loadgen are not limited.
+#      Per run: bookings/s, API CPU per booking (all, cheapest and dearest
+#      instance, from each instance's confirmed bookings), the instances'
+#      context switches per booking (wake-ups), Postgres CPU per booking,
+#      commits per 1000 bookings, Redis reads (round trips) per booking;
+#      per round, the efficiency three / (3 x one). A run counts
+#      only when every instance was throttled (nr_throttled grew) and used
+#      at least QUOTA_USE of its quota, and the machine stayed idle at least
+#      MIN_IDLE of the time (/proc/stat): otherwise the figure measures the
+#      machine, not the instances, and is recorded as "invalid" with why.
+#      The cgroups it makes are removed at the end.
 #
 # Needs wrk, pgbench, createdb/dropdb, ps, curl and jq, a Postgres and a Redis.
 # It creates two fresh databases and drops them at the end, and stops every
@@ -53,7 +69,13 @@
 #               gets ("x1-share"): what serving a third of the load costs an
 #               instance per booking, apart from sharing the machine with
 #               two others
-#   PARTS       default "1 2 3"  which parts to run
+#   PARTS       default "1 2 3"  which parts to run ("quota" for the quota part)
+#   QUOTA       default "0.1 0.15"  CPUs of each instance's quota (quota part)
+#   QUOTA_CLIENTS default 64  clients of the one instance (three get 3x)
+#   QUOTA_DUR   default 10   seconds of each quota run
+#   QUOTA_DB_CONNS default 8 DB_MAX_CONNS of each instance in the quota part
+#   QUOTA_USE   default 0.9  least share of its quota each instance must use
+#   MIN_IDLE    default 0.15 least share of the machine's CPU time left idle
 #   OUT         default ${TMPDIR:-/tmp}/bench-loadgen (binaries, logs, JSON)
 set -euo pipefail
 
@@ -78,6 +100,8 @@ db="seatlock_bench_$suffix" # and one database per binary: ${db}_0, ${db}_1...
 pgbench_db="pgbench_bench_$suffix"
 pids=()
 apis=()
+cg_made=()  # the cgroups the quota part made, removed at the end
+cgroups=() # the quota part's cgroup directories, one per instance
 
 cleanup() {
 	local pid
@@ -89,6 +113,8 @@ cleanup() {
 		dropdb -h 127.0.0.1 -U postgres --if-exists "${db}_$i" 2>/dev/null || true
 	done
 	dropdb -h 127.0.0.1 -U postgres --if-exists "$pgbench_db" 2>/dev/null || true
+	local cg
+	for cg in "${cg_made[@]}"; do rmdir "$cg" 2>/dev/null || echo "bench-loadgen.sh: could not remove cgroup $cg" >&2; done
 }
 trap cleanup EXIT
 
@@ -99,12 +125,16 @@ lg="$out/loadgen"
 # start_apis BINARY N [ENV...]: start N instances on consecutive ports and
 # wait for /healthz; sets $targets.
 start_apis() {
-	local bin="$1" n="$2" i port
+	local bin="$1" n="$2" i port wrap
 	shift 2
 	targets=""
 	for ((i = 0; i < n; i++)); do
 		port=$((port0 + i))
-		env "$@" ADDR="127.0.0.1:$port" REDIS_URL="$redis_url" DEMO_MODE=false \
+		# With cgroups set (the quota part), instance i starts inside
+		# cgroups[i]: a shell joins it, then becomes the API.
+		wrap=()
+		[[ -n ${cgroups[i]:-} ]] && wrap=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "${cgroups[i]}")
+		"${wrap[@]}" env "$@" ADDR="127.0.0.1:$port" REDIS_URL="$redis_url" DEMO_MODE=false \
 			"$bin" >"$out/api-$port.log" 2>&1 &
 		pids+=($!)
 		targets+="${targets:+,}http://127.0.0.1:$port"
@@ -400,6 +430,171 @@ if [[ $parts == *" 3 "* ]]; then
 		done
 	done
 fi
+# The quota part: horizontal scale as on separate machines. Each instance
+# runs in a CPU cgroup of its own whose quota stands for the machine it
+# would have, with GOMAXPROCS=1; Postgres, Redis and loadgen are not
+# limited. A figure counts only when every instance was throttled and used
+# its quota (it, not the machine, was the limit) and the machine kept idle
+# capacity; otherwise it is recorded under "invalid" and says why.
+
+# cg_setup: find the cgroup version and check the script may use it.
+cg_setup() {
+	if [[ $(id -u) != 0 ]]; then
+		echo "bench-loadgen.sh: the quota part puts each API instance in a CPU cgroup of its own and needs root" >&2
+		exit 2
+	fi
+	if [[ -e /sys/fs/cgroup/cgroup.controllers ]]; then
+		cg_root=/sys/fs/cgroup
+		if ! grep -qw cpu "$cg_root/cgroup.subtree_control" && ! echo +cpu >"$cg_root/cgroup.subtree_control"; then
+			echo "bench-loadgen.sh: could not enable the cpu controller for the cgroups under $cg_root" >&2
+			exit 2
+		fi
+	elif [[ -e /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]]; then
+		cg_root=/sys/fs/cgroup/cpu
+	else
+		echo "bench-loadgen.sh: no cgroup v2 cpu.max nor v1 cpu.cfs_quota_us under /sys/fs/cgroup" >&2
+		exit 2
+	fi
+}
+
+# cg_quota DIR CPUS: make the cgroup DIR (once) and give it CPUS of CPU time
+# (0.15 = 15 ms in every 100 ms period).
+cg_quota() {
+	local us
+	us=$(awk -v q="$2" 'BEGIN {printf "%d", q * 100000}')
+	if [[ ! -d $1 ]]; then
+		mkdir "$1"
+		cg_made+=("$1")
+	fi
+	if [[ -e $1/cpu.max ]]; then
+		echo "$us 100000" >"$1/cpu.max"
+	else
+		echo 100000 >"$1/cpu.cfs_period_us"
+		echo "$us" >"$1/cpu.cfs_quota_us"
+	fi
+}
+
+# throttled DIR...: the periods in which each cgroup ran out of its quota so far.
+throttled() {
+	local d
+	for d; do awk -v d="$d" '$1 == "nr_throttled" {print d, $2}' "$d/cpu.stat"; done
+}
+
+# confirmed_of PORT: the bookings an instance confirmed since it started.
+confirmed_of() {
+	curl -fsS "http://127.0.0.1:$1/metrics" | awk '/^seatlock_bookings_total\{.*outcome="confirmed"/ {n += $NF} END {print n + 0}'
+}
+
+# quota_checks QUOTA T0 T1: the checks that make a run's figure one of the
+# instances and not of the machine, each printed on stderr; prints on
+# stdout why the run is invalid, nothing when it is valid. Every instance
+# was throttled (nr_throttled grew) and used at least QUOTA_USE (0.9) of
+# its quota over the run; the whole machine was idle at least MIN_IDLE
+# (0.15) of the time (/proc/stat), so that Postgres, Redis and loadgen
+# never waited for a core.
+quota_checks() {
+	local q="$1" wall hz i=0 pid thr0 thr1 use idle
+	wall=$(awk -v a="$2" -v b="$3" 'BEGIN {print b - a}')
+	hz=$(getconf CLK_TCK)
+	while read -r pid _; do
+		thr0=$(sed -n "$((i + 1))p" "$out/q-thr.before" | cut -d' ' -f2)
+		thr1=$(sed -n "$((i + 1))p" "$out/q-thr.after" | cut -d' ' -f2)
+		grep "^$pid " "$out/q-api.before" >"$out/one.before"
+		grep "^$pid " "$out/q-api.after" >"$out/one.after" || true
+		use=$(awk -v us="$(cpu_us "$out/one.before" "$out/one.after")" -v q="$q" -v w="$wall" 'BEGIN {printf "%.2f", us / (q * w * 1e6)}')
+		echo "  instance $i: throttled in $((thr1 - thr0)) periods, used $use of its quota" >&2
+		((thr1 > thr0)) || echo "instance $i was never throttled;"
+		awk -v u="$use" -v m="${QUOTA_USE:-0.9}" 'BEGIN {exit !(u < m)}' && echo "instance $i used $use of its quota;"
+		i=$((i + 1))
+	done <"$out/q-confirmed"
+	idle=$(paste "$out/q-machine.before" "$out/q-machine.after" | awk '{d[$1] = $4 - $2} END {printf "%.2f", d["idle"] / (d["idle"] + d["busy"])}')
+	echo "  machine idle $idle of the run (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+	awk -v i="$idle" -v m="${MIN_IDLE:-0.15}" 'BEGIN {exit !(i < m)}' && echo "the machine was idle only $idle of the time;"
+	return 0
+}
+
+# quota_run BIN TAG DB QUOTA N CLIENTS: one run of N instances, each under
+# QUOTA, driven by CLIENTS pinned clients for $qdur seconds; records its
+# figures, sets $rps to its bookings/s and $valid to 1 when it counts.
+quota_run() {
+	local bin="$1" tag="$2" bdb="$3" q="$4" n="$5" c="$6" i label part=quota why="" t0 t1 commits0 confirmed
+	label="$tag-q$q-x$n"
+	cgroups=()
+	for ((i = 0; i < n; i++)); do
+		cg_quota "$cg_root/seatlock-bench-$suffix-$i" "$q"
+		cgroups+=("$cg_root/seatlock-bench-$suffix-$i")
+	done
+	commits0=$(xact_commits "$bdb")
+	start_apis "$bin" "$n" DATABASE_URL="$pg/$bdb?sslmode=disable" GOMAXPROCS=1 DB_MAX_CONNS="${QUOTA_DB_CONNS:-8}"
+	ticks "${pids[@]}" >"$out/q-api.before"
+	switches "${pids[@]}" >"$out/q-sw.before"
+	ticks $(backends "$bdb") >"$out/q-pg.before"
+	redis_stats >"$out/q-redis.before"
+	machine_ticks >"$out/q-machine.before"
+	throttled "${cgroups[@]}" >"$out/q-thr.before"
+	t0=$(date +%s.%N)
+	"$lg" -json -targets "$targets" -pin-clients -scenario spread -clients "$c" -duration "${qdur}s" >"$out/q.json"
+	t1=$(date +%s.%N)
+	throttled "${cgroups[@]}" >"$out/q-thr.after"
+	machine_ticks >"$out/q-machine.after"
+	redis_stats >"$out/q-redis.after"
+	ticks $(backends "$bdb") >"$out/q-pg.after"
+	ticks "${pids[@]}" >"$out/q-api.after"
+	switches "${pids[@]}" >"$out/q-sw.after"
+	for ((i = 0; i < n; i++)); do echo "${pids[i]} $(confirmed_of $((port0 + i)))"; done >"$out/q-confirmed"
+	stop_apis
+	cgroups=()
+	cp "$out/q.json" "$out/quota-$label-$(date +%s%N).json"
+	confirmed=$(jq -r .succeeded "$out/q.json")
+	per() { awk -v v="$1" -v n="$confirmed" 'BEGIN {printf "%.2f", v / n}'; }
+	why=$(quota_checks "$q" "$t0" "$t1")
+	[[ -n $why ]] && part=invalid && echo "INVALID $label: $why" >&2
+	rps=$(jq -r .confirmed_rps "$out/q.json")
+	record "$part" "$label-rps" "$rps"
+	record "$part" "$label-api-us-per-booking" "$(per "$(cpu_us "$out/q-api.before" "$out/q-api.after")")"
+	while read -r pid bookings; do
+		grep "^$pid " "$out/q-api.before" >"$out/one.before"
+		grep "^$pid " "$out/q-api.after" >"$out/one.after" || true
+		awk -v us="$(cpu_us "$out/one.before" "$out/one.after")" -v n="$bookings" 'BEGIN {if (n > 0) printf "%.1f\n", us / n}'
+	done <"$out/q-confirmed" | sort -n | awk '{v[NR] = $1} END {print v[1], v[NR]}' >"$out/q-api.spread"
+	record "$part" "$label-api-min-instance-us-per-booking" "$(cut -d' ' -f1 "$out/q-api.spread")"
+	record "$part" "$label-api-max-instance-us-per-booking" "$(cut -d' ' -f2 "$out/q-api.spread")"
+	record "$part" "$label-api-switches-per-booking" "$(per "$(awk 'FILENAME == ARGV[1] {t[$1] = $2; next} {sum += $2 - t[$1]} END {print sum + 0}' "$out/q-sw.before" "$out/q-sw.after")")"
+	record "$part" "$label-postgres-us-per-booking" "$(per "$(cpu_us "$out/q-pg.before" "$out/q-pg.after")")"
+	record "$part" "$label-commits-per-1000-bookings" "$(per "$((($(xact_commits "$bdb") - commits0) * 1000))")"
+	paste "$out/q-redis.before" "$out/q-redis.after" | awk '$1 == "reads" {print $4 - $2}' >"$out/q-reads"
+	record "$part" "$label-redis-round-trips-per-booking" "$(per "$(cat "$out/q-reads")")"
+	valid=1
+	[[ -z $why ]] || valid=0
+}
+
+if [[ $parts == *" quota "* ]]; then
+	cg_setup
+	read -ra quotas <<<"${QUOTA:-0.1 0.15}"
+	qdur="${QUOTA_DUR:-10}"
+	qclients="${QUOTA_CLIENTS:-64}"
+	echo "== quota: one instance with $qclients clients against three with $((3 * qclients)), each in a cgroup ($cg_root) of ${quotas[*]} CPU, GOMAXPROCS=1, ${qdur}s" >&2
+	for ((r = 1; r <= reps; r++)); do
+		order="1 3"
+		((r % 2 == 0)) && order="3 1" # alternating: neither always runs first
+		for q in "${quotas[@]}"; do
+			for ((i = 0; i < ${#apis[@]}; i++)); do
+				tag=$(basename "${apis[i]}")
+				declare -A got=()
+				part=quota
+				for n in $order; do
+					quota_run "${apis[i]}" "$tag" "${db}_$i" "$q" "$n" $((n * qclients))
+					got[$n]=$rps
+					((valid)) || part=invalid
+				done
+				[[ $part == invalid ]] && echo "round $r at $q CPU: the efficiency is invalid, a run was" >&2
+				record "$part" "$tag-q$q-efficiency" "$(awk -v a="${got[1]}" -v b="${got[3]}" 'BEGIN {printf "%.3f", b / (3 * a)}')"
+				unset got
+			done
+		done
+	done
+fi
+
 uptime >&2
 
 echo "== medians (part, name, median, n, values, load averages seen)" >&2

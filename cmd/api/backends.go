@@ -31,7 +31,8 @@ type backends struct {
 	pg         *postgres.Store // the store, when it is Postgres
 	lockers    map[reservation.Strategy]reservation.SeatLocker
 	lockHealth func(context.Context) error
-	redis      *redis.Client // also carries the live seat map's events
+	redis      *redis.Client     // also carries the live seat map's events
+	queue      reservation.Queue // the waiting rooms, in redis
 
 	pgWhere    string // DATABASE_URL for messages (see postgresWhere)
 	redisWhere string // REDIS_URL for messages (see redactURL)

@@ -37,6 +37,7 @@ import (
 	"github.com/seatlock/seatlock/payment"
 	"github.com/seatlock/seatlock/redisevents"
 	"github.com/seatlock/seatlock/reservation"
+	"github.com/seatlock/seatlock/reservation/redisqueue"
 )
 
 func main() {
@@ -185,6 +186,11 @@ func openApp(ctx context.Context, cfg config, reg *prometheus.Registry, logger *
 	a.events = redisevents.Start(ctx, b.redis, a.hub, redisevents.Options{Logger: logger, Namespace: b.eventsNamespace()})
 	a.hub.SetFeed(a.events)
 
+	// The waiting rooms live in the Redis the locks use, shared by every
+	// instance.
+	if b.queue, err = redisqueue.New(b.redis, redisqueue.Options{Registerer: reg}); err != nil {
+		return nil, err
+	}
 	a.svc, err = newService(ctx, cfg, b, a.events, logger)
 	if err != nil {
 		return nil, err
@@ -257,6 +263,7 @@ func newService(ctx context.Context, cfg config, b *backends, events reservation
 		MaxScreenings:       cfg.MaxScreenings,
 		LockHealth:          b.lockHealth,
 		Logger:              logger,
+		Queue:               b.queue,
 	})
 	// Every instance makes sure of the demo screening; the second one finds
 	// it there (the store answers ErrConflict, which EnsureScreening takes).

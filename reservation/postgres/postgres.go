@@ -117,19 +117,22 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 const insertScreening = `
-INSERT INTO screenings (id, movie, starts_at, row_count, seats_per_row, lock_strategy, write_guard, payment_delay, hold_ttl)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+INSERT INTO screenings (id, movie, starts_at, row_count, seats_per_row, lock_strategy, write_guard, payment_delay, hold_ttl,
+                        queue_admit_per_s, queue_admitted_for)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 
 // CreateScreening stores a new screening. It returns reservation.ErrConflict
 // if the id is taken.
 func (s *Store) CreateScreening(ctx context.Context, sc reservation.Screening) error {
 	_, err := s.pool.Exec(ctx, insertScreening,
-		sc.ID, sc.Movie, sc.StartsAt, sc.Rows, sc.SeatsPerRow, sc.Lock, sc.Guard, sc.PaymentDelay, sc.HoldTTL)
+		sc.ID, sc.Movie, sc.StartsAt, sc.Rows, sc.SeatsPerRow, sc.Lock, sc.Guard, sc.PaymentDelay, sc.HoldTTL,
+		sc.Queue.AdmitPerSecond, sc.Queue.AdmittedFor)
 	return translate("create screening", err)
 }
 
 const selectScreenings = `
-SELECT id, movie, starts_at, row_count, seats_per_row, lock_strategy, write_guard, payment_delay, hold_ttl
+SELECT id, movie, starts_at, row_count, seats_per_row, lock_strategy, write_guard, payment_delay, hold_ttl,
+       queue_admit_per_s, queue_admitted_for
 FROM screenings`
 
 // CountScreenings returns how many screenings the store holds.
@@ -166,7 +169,8 @@ func (s *Store) Screenings(ctx context.Context, after string, limit int) ([]rese
 
 func scanScreening(row pgx.CollectableRow) (reservation.Screening, error) {
 	var sc reservation.Screening
-	err := row.Scan(&sc.ID, &sc.Movie, &sc.StartsAt, &sc.Rows, &sc.SeatsPerRow, &sc.Lock, &sc.Guard, &sc.PaymentDelay, &sc.HoldTTL)
+	err := row.Scan(&sc.ID, &sc.Movie, &sc.StartsAt, &sc.Rows, &sc.SeatsPerRow, &sc.Lock, &sc.Guard, &sc.PaymentDelay, &sc.HoldTTL,
+		&sc.Queue.AdmitPerSecond, &sc.Queue.AdmittedFor)
 	sc.StartsAt = sc.StartsAt.UTC()
 	return sc, err
 }
