@@ -424,6 +424,15 @@ func timelinePanels(tl *timeline) []timelinePanel {
 			{"overlaps", "#9467bd", func(b bucket) float64 { return float64(*b.Overlaps) }},
 		}})
 	}
+	if len(tl.Buckets) > 0 && tl.Buckets[0].Waiting != nil {
+		panels = append(panels,
+			timelinePanel{title: "waiting room: buyers waiting", unit: "buyers", lines: true, series: []timelineSeries{
+				{"waiting", "#8c564b", func(b bucket) float64 { return float64(*b.Waiting) }},
+			}},
+			timelinePanel{title: "waiting room: admitted per bucket", series: []timelineSeries{
+				{"admitted", "#17becf", func(b bucket) float64 { return float64(*b.Admitted) }},
+			}})
+	}
 	return panels
 }
 

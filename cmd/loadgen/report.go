@@ -68,6 +68,8 @@ type report struct {
 
 	// Holds are the figures of the hold and best scenarios (holds.go).
 	Holds *holdCounts `json:"holds,omitempty"`
+	// OnSale are the figures of the onsale scenario (onsalereport.go).
+	OnSale *onsaleCounts `json:"onsale,omitempty"`
 	// Timeline is the run over time, with the fault windows of -faults.
 	Timeline *timeline `json:"timeline,omitempty"`
 
@@ -238,6 +240,9 @@ func writeText(w io.Writer, r *report) error {
 	}
 	if h := r.Holds; h != nil {
 		writeHolds(row, h)
+	}
+	if o := r.OnSale; o != nil {
+		writeOnSale(row, o)
 	}
 	row("double-booked seats", "%d", r.DoubleBookedSeats)
 	row("lost bookings", "%d", r.LostBookings)
