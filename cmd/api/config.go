@@ -207,7 +207,7 @@ func (c config) validate() error {
 		return fmt.Errorf("DB_MAX_CONNS %d must be from %d to %d", c.DBMaxConns, minDBMaxConns, maxDBMaxConns)
 	}
 	if c.RedisURL != "" {
-		client, err := newRedisClient(c.RedisURL)
+		client, err := newRedisClient(c.RedisURL, redisPool{})
 		if err != nil {
 			return errors.New("REDIS_URL is not a valid Redis URL (redis://host:port/db, or redis+sentinel://sentinel:port/db?master_name=NAME)")
 		}

@@ -197,6 +197,7 @@ func (lb *lockBackends) redis() reservation.SeatLocker {
 		locks := distlock.NewRedis(lb.b.redis, distlock.RedisOptions{
 			TTL: lb.cfg.LockTTL, StopMargin: reservation.StopTime,
 			Observer: lb.metrics.Renewals("redis"), WaitReplicas: lb.cfg.RedisWaitReplicas,
+			WaitTimeout: lb.cfg.LockTTL / 10, WaitClient: lb.b.redisWait,
 		})
 		lb.b.closers = append(lb.b.closers, locks.Close)
 		lb.redisLayer = locking.Instrument("redis", locking.Distributed(locks), lb.metrics)

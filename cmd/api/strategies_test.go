@@ -143,7 +143,7 @@ func TestCatalogueSafeIsTheServicesRule(t *testing.T) {
 // configuration knows, so that giving it offers the strategy; a strategy
 // that needs nothing is offered by the defaults.
 func TestCatalogueNeedsAreSettings(t *testing.T) {
-	all := config{DatabaseURL: "postgres://db/x", RedlockURLs: []string{"a", "b", "c"}, ZooKeeperServers: []string{"z:2181"}}
+	all := config{DatabaseURL: "postgres://db/x", RedlockURLs: []string{"a", "b", "c"}, ZooKeeperServers: []string{"z:2181"}, Demo: true}
 	for _, s := range catalogue() {
 		if !all.has(s.needs) {
 			t.Errorf("%s needs %q, which no setting of the configuration gives", s.name, s.needs)
