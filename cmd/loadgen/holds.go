@@ -310,18 +310,40 @@ func (c *client) post(ctx context.Context, url string, in any, token string, out
 // call sends one request (with a bearer token when given) and returns the
 // answer, decoding the body into out when the status is want.
 func (c *client) call(ctx context.Context, method, url string, in any, token string, want int, out any) answer {
+	return c.send(ctx, request{method: method, url: url, body: in, token: token, want: want}, out)
+}
+
+// request is one request of a client whose every outcome is counted.
+type request struct {
+	method, url string
+	body        any    // sent as JSON; nil for none
+	token       string // sent as a bearer token; empty for none
+	key         string // sent as the Idempotency-Key; empty for none
+	// want is the status whose body is decoded; 0 means a 201, or a 200
+	// when there is somewhere to decode it (a repeat's answer).
+	want int
+}
+
+// send sends r and returns the answer, its body decoded into out when the
+// status is r.want. It never fails: whatever happened is in the answer.
+func (c *client) send(ctx context.Context, r request, out any) answer {
 	var body io.Reader
-	if in != nil {
-		data, _ := json.Marshal(in)
+	if r.body != nil {
+		data, _ := json.Marshal(r.body)
 		body = bytes.NewReader(data)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	req, err := http.NewRequestWithContext(ctx, r.method, r.url, body)
 	if err != nil {
 		return answer{err: err}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	if r.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	if r.key != "" {
+		req.Header.Set("Idempotency-Key", r.key)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -335,9 +357,11 @@ func (c *client) call(ctx context.Context, method, url string, in any, token str
 		return answer{err: err}
 	}
 	a := answer{status: resp.StatusCode}
-	if resp.StatusCode == want {
+	decode := resp.StatusCode == r.want ||
+		(r.want == 0 && (resp.StatusCode == http.StatusCreated || (resp.StatusCode == http.StatusOK && out != nil)))
+	if decode && out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
-			return answer{err: fmt.Errorf("%d without a readable body: %s", want, truncate(data))}
+			return answer{err: fmt.Errorf("%d without a readable body: %s", resp.StatusCode, truncate(data))}
 		}
 		return a
 	}

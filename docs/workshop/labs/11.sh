@@ -55,7 +55,7 @@ lab_expect "$LAB_DIR/failover.txt" '^lost bookings +0$' "failover: no lost booki
 lab_expect "$LAB_DIR/failover.txt" '^result +(CLEAN|HARMED)' "failover: nothing failed (the errors while there is no primary are named, not failed)"
 
 # A lock server whose clock runs four times too fast.
-cc -shared -fPIC -O2 -o "$LAB_DIR/fastclock.so" faults/testdata/fastclock.c # lab
+cc -shared -fPIC -O2 -o "$LAB_DIR/fastclock.so" internal/cluster/fastclock/fastclock.c # lab
 FAST=$(lab_redis LD_PRELOAD="$LAB_DIR/fastclock.so" FASTCLOCK_RATE=4) # lab
 redis-cli -u "$FAST" time | head -n 1; sleep 1; redis-cli -u "$FAST" time | head -n 1 # lab
 API5=$(lab_start api5 DATABASE_URL="$DB" REDIS_URL="$FAST" LOCK_TTL=2s PAYMENT_URL="$PAY") # lab
