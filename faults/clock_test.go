@@ -2,16 +2,17 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/seatlock/seatlock/internal/cluster"
 	"github.com/seatlock/seatlock/internal/testenv"
 	"github.com/seatlock/seatlock/internal/wait"
 )
@@ -26,20 +27,18 @@ const clockTTL = 2 * time.Second
 // renewals long, so that a fault during it is met by one.
 const clockPayment = time.Second
 
-// fastClockLibrary builds testdata/fastclock.c, an LD_PRELOAD library that
-// makes a process's clocks run fast and its wall clock jump, and returns
-// its path. It skips t without a C compiler (fails under
+// fastClockLibrary builds the cluster's clock library, an LD_PRELOAD
+// library that makes a process's clocks run fast and its wall clock jump,
+// and returns its path. It skips t without a C compiler (fails under
 // REQUIRE_INTEGRATION=1).
 func fastClockLibrary(t *testing.T) string {
 	t.Helper()
-	cc, err := exec.LookPath("cc")
-	if err != nil {
+	lib, err := cluster.BuildClockLibrary(t.TempDir())
+	if errors.Is(err, cluster.ErrNoCompiler) {
 		unavailable(t, "a C compiler", "gcc", "no C compiler to build the fast clock (apt-get install gcc)")
 	}
-	lib := filepath.Join(t.TempDir(), "fastclock.so")
-	out, err := exec.Command(cc, "-shared", "-fPIC", "-O2", "-o", lib, filepath.Join("testdata", "fastclock.c")).CombinedOutput()
 	if err != nil {
-		t.Fatalf("build the fast clock: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	return lib
 }
@@ -69,8 +68,8 @@ var clockFaults = []clockFault{
 }
 
 // TestLockServerClock runs two instances against lock servers whose
-// clocks run fast or jump (a real redis-server with testdata/fastclock.c
-// preloaded), while several customers book one seat through a payment
+// clocks run fast or jump (a real redis-server with
+// internal/cluster/fastclock/fastclock.c preloaded), while several customers book one seat through a payment
 // provider that counts overlapping charges. Safety must hold whatever the
 // clock does: one booking at most, no answer but 201, 409 and 503. The
 // lock's promise is judged by the overlaps: where the lease expires on the

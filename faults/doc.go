@@ -105,8 +105,9 @@
 //
 // TestLockServerClock: the lock's Redis servers run with a fast clock (2x,
 // 4x) or a wall clock that jumps ahead, by a small LD_PRELOAD library
-// (testdata/fastclock.c), while customers of two instances book one seat
-// through a payment provider counting overlapping charges. Safety must
+// (internal/cluster/fastclock/fastclock.c), while customers of two
+// instances book one seat through a payment provider counting overlapping
+// charges. Safety must
 // hold; overlaps must show exactly where a lease expires on the server (or
 // a majority of Redlock's) before the holder renews it.
 //

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/distlock/zklock/zktest"
+	"github.com/seatlock/seatlock/internal/cluster"
 	"github.com/seatlock/seatlock/internal/testenv"
 )
 
@@ -128,78 +130,58 @@ func redisClient(t *testing.T, url string) *redis.Client {
 	return c
 }
 
-// pgCluster is a private Postgres cluster (initdb, pg_ctl), on a port and
-// in a directory of its own: stopping it is an outage that the machine's
-// shared Postgres and the tests using it never see.
+// pgCluster is a private Postgres cluster (cluster.Postgres): stopping
+// it is an outage that the machine's shared Postgres and the tests using
+// it never see.
 type pgCluster struct {
-	bin  string // directory of initdb, pg_ctl
-	dir  string // owned by the postgres user
-	port int
-	url  string
+	pg  *cluster.Postgres
+	url string
 }
 
 // startPostgres creates and starts a private cluster, and stops it and
 // removes its files when t ends. It skips t when initdb is not installed
-// (fails under REQUIRE_INTEGRATION=1). The server runs as the postgres
-// user, since Postgres refuses to run as root.
+// (fails under REQUIRE_INTEGRATION=1).
 func startPostgres(t *testing.T) *pgCluster {
 	t.Helper()
-	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
-	if len(bins) == 0 {
-		unavailable(t, "initdb", "postgresql", "no /usr/lib/postgresql/*/bin/initdb (apt-get install postgresql)")
+	pg, err := cluster.StartPostgres()
+	if errors.Is(err, cluster.ErrNoPostgres) {
+		unavailable(t, "initdb", "postgresql", err.Error())
 	}
-	c := &pgCluster{bin: filepath.Dir(bins[len(bins)-1]), port: freePort(t)}
-	dir, err := os.MkdirTemp("", "seatlock-faults-pg-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.dir = dir
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if os.Geteuid() == 0 {
-		if err := exec.Command("chown", "postgres:postgres", dir).Run(); err != nil {
-			t.Fatalf("chown %s to postgres: %v", dir, err)
+	t.Cleanup(func() {
+		if err := pg.Remove(); err != nil {
+			t.Errorf("remove the private Postgres: %v", err)
 		}
-	}
-	c.run(t, "initdb", "-D", filepath.Join(dir, "data"), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
-	c.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port)
-	c.start(t)
-	t.Cleanup(func() { c.stop(t) })
-	return c
+	})
+	return &pgCluster{pg: pg, url: pg.URL}
 }
 
-// run runs one of the cluster's programs, as the postgres user when the
-// test runs as root.
+// run runs one of the cluster's programs (psql), as the postgres user
+// when the test runs as root.
 func (c *pgCluster) run(t *testing.T, prog string, args ...string) {
 	t.Helper()
-	path := filepath.Join(c.bin, prog)
-	var cmd *exec.Cmd
-	if os.Geteuid() == 0 {
-		cmd = exec.Command("runuser", append([]string{"-u", "postgres", "--", path}, args...)...)
-	} else {
-		cmd = exec.Command(path, args...)
-	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s %v: %v\n%s", prog, args, err, out)
+	if err := c.pg.Run(prog, args...); err != nil {
+		t.Fatal(err)
 	}
 }
 
-// start starts the server and waits until it accepts connections (-w).
+// start starts the server and waits until it accepts connections.
 func (c *pgCluster) start(t *testing.T) {
 	t.Helper()
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100", c.port, c.dir)
-	c.run(t, "pg_ctl", "-D", filepath.Join(c.dir, "data"), "-l", filepath.Join(c.dir, "log"), "-o", opts, "-w", "-t", "60", "start")
+	if err := c.pg.Start(); err != nil {
+		t.Fatal(err)
+	}
 }
 
-// stop stops the server at once, without a checkpoint: the nearest thing
-// to pulling its plug that leaves the machine up. Stopping a stopped
-// server does nothing.
+// stop stops the server at once, without a checkpoint. Stopping a
+// stopped server does nothing.
 func (c *pgCluster) stop(t *testing.T) {
 	t.Helper()
-	data := filepath.Join(c.dir, "data")
-	if _, err := os.Stat(filepath.Join(data, "postmaster.pid")); err != nil {
-		return
+	if err := c.pg.Stop(); err != nil {
+		t.Fatal(err)
 	}
-	c.run(t, "pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
 }
 
 // unavailable skips t for want of what, which Debian's packages pkgs

@@ -16,11 +16,18 @@ func TestEveryFlagIsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var usage bytes.Buffer
+	var usage, nemesis bytes.Buffer
 	_, _ = parseFlags("loadgen", []string{"-h"}, func(string) string { return "" }, &usage)
-	flags := regexp.MustCompile(`(?m)^\s+-([a-z][a-z0-9-]*)`).FindAllStringSubmatch(usage.String(), -1)
+	_, _ = parseNemesisFlags([]string{"-h"}, &nemesis)
+	flag := regexp.MustCompile(`(?m)^\s+-([a-z][a-z0-9-]*)`)
+	flags := flag.FindAllStringSubmatch(usage.String(), -1)
 	if len(flags) < 10 {
 		t.Fatalf("usage lists %d flags; cannot read it:\n%s", len(flags), usage.String())
+	}
+	if n := flag.FindAllStringSubmatch(nemesis.String(), -1); len(n) < 8 {
+		t.Fatalf("nemesis usage lists %d flags; cannot read it:\n%s", len(n), nemesis.String())
+	} else {
+		flags = append(flags, n...)
 	}
 	for _, f := range flags {
 		if !strings.Contains(string(doc), "`-"+f[1]+"`") {

@@ -49,6 +49,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(args) > 0 && args[0] == "payments" {
 		return runPayments(ctx, args[1:], stderr)
 	}
+	if len(args) > 0 && args[0] == "nemesis" {
+		return runNemesis(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "gate" {
 		return runGate(ctx, args[1:], stderr)
 	}

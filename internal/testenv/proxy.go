@@ -4,9 +4,8 @@ import (
 	"testing"
 
 	"github.com/Shopify/toxiproxy/v2"
-	"github.com/Shopify/toxiproxy/v2/collectors"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
+
+	"github.com/seatlock/seatlock/internal/cluster"
 )
 
 // StartProxy starts a toxiproxy proxy, in the test process, on a free
@@ -16,12 +15,10 @@ import (
 // it on the same address, and toxics make it slow or lossy.
 func StartProxy(t testing.TB, name, upstream string) *toxiproxy.Proxy {
 	t.Helper()
-	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	srv.Metrics.ProxyMetrics = collectors.NewProxyMetricCollectors()
-	p := toxiproxy.NewProxy(srv, name, "127.0.0.1:0", upstream)
-	if err := p.Start(); err != nil {
-		t.Fatalf("start proxy to %s: %v", upstream, err)
+	l, err := cluster.NewLink(name, upstream)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(p.Stop)
-	return p
+	t.Cleanup(l.Close)
+	return l.Proxy()
 }

@@ -1,6 +1,7 @@
 // fastclock.c is an LD_PRELOAD library that makes a process's clocks run
-// fast, and its wall clock jump, for the fast-clock fault tests
-// (faults/clock_test.go). Built by the test with the system's C compiler.
+// fast, and its wall clock jump, for the clock faults of faults/ and of
+// loadgen nemesis. internal/cluster embeds it and builds it with the
+// system's C compiler (BuildClockLibrary).
 //
 //   FASTCLOCK_RATE=4          every clock runs 4 times as fast as the real
 //                             one, from the process's first reading of it
