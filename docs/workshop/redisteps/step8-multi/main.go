@@ -94,11 +94,8 @@ func main() {
 	var slowDone atomic.Bool
 	var stuck, refused, lost, partial atomic.Int32
 	bench.Run(clients, func(client int) {
-		seats, keys, locks, rows := pairs[client%len(pairs)], []string{}, []string{}, []string{}
-		for _, seat := range seats {
-			locks, rows = append(locks, bench.Key(seat)), append(rows, bench.Key("seats:"+seat))
-		}
-		keys = append(append(keys, locks...), bench.Key("fence:"+seats[0]), bench.Key("fence:"+seats[1]))
+		seats := pairs[client%len(pairs)]
+		keys, locks, rows := keysOf(bench, seats)
 		for round, after := 0, 0; after < rounds && round < maxRounds; round++ {
 			if slowDone.Load() {
 				after++
@@ -150,6 +147,18 @@ func main() {
 	bench.Verdict(stuck.Load() == 0 && overlaps+pauses == 0 && stale == 0 && partial.Load() == 0,
 		"every booking held all its seats or none; one holder per seat",
 		"two holders at once, or a failed booking held some of its seats")
+}
+
+// keysOf names the keys of seats: the script's keys (the locks, then
+// their fence counters), the locks alone, and the seat rows.
+func keysOf(bench *contend.Bench, seats []string) (keys, locks, rows []string) {
+	var fences []string
+	for _, seat := range seats {
+		locks = append(locks, bench.Key(seat))
+		fences = append(fences, bench.Key("fence:"+seat))
+		rows = append(rows, bench.Key("seats:"+seat))
+	}
+	return append(append(keys, locks...), fences...), locks, rows
 }
 
 // book writes the booking of client on rows with their fencing tokens.
