@@ -107,10 +107,22 @@ type RedisOptions struct {
 	// NewRedis panics when the client cannot.
 	WaitReplicas int
 
-	// WaitTimeout bounds the WAIT of WaitReplicas. Default TTL/10; it
-	// must be below TTL/2, so that a granted lock always has most of its
-	// lease left.
+	// WaitTimeout bounds an acquire of WaitReplicas from the moment it
+	// asks for a connection to the answer of its WAIT: the wait for a
+	// free connection of the client's pool and the WAIT share it, so an
+	// acquire that cannot be replicated fails within WaitTimeout (and the
+	// round trips of the acquire script and WAIT), however many others
+	// are waiting. Default TTL/10; it must be below TTL/2, so that a
+	// granted lock always has most of its lease left.
 	WaitTimeout time.Duration
+
+	// WaitClient, if not nil, is the client whose connections carry the
+	// acquires of WaitReplicas, each held for up to WaitTimeout: give it
+	// a pool of its own (the same primary as the locker's client), so
+	// that acquires waiting for replicas never queue the locker's
+	// renewals and releases, or anything else of its client, behind
+	// them. Default: the locker's client.
+	WaitClient *redis.Client
 }
 
 // ErrNotReplicated is returned by Obtain and TryObtain, wrapped, when
@@ -212,6 +224,9 @@ func NewRedis(client RedisClient, opts RedisOptions) *Redis {
 			panic(fmt.Sprintf("distlock: WaitTimeout %v must be above 0 and below TTL/2 (%v)", r.opts.WaitTimeout, opts.TTL/2))
 		}
 		conns, ok := client.(connClient)
+		if opts.WaitClient != nil {
+			conns, ok = opts.WaitClient, true
+		}
 		if !ok {
 			panic(fmt.Sprintf("distlock: WaitReplicas needs a client of one primary with a Conn method, such as *redis.Client, not %T", client))
 		}
@@ -326,10 +341,15 @@ func (r *Redis) acquire(ctx context.Context, l *redisLock) (heldKey, error) {
 	if r.conns != nil {
 		// WAIT counts what replicas acknowledged of the writes made on
 		// its own connection, so the acquire goes on that one, without
-		// the batcher.
+		// the batcher. The connection is taken from the pool by the
+		// script's call, whose context bounds that wait by WaitTimeout:
+		// a pool whose connections all sit in WAITs fails the acquire
+		// rather than queueing it behind them.
 		conn = r.conns.Conn()
 		defer conn.Close() // back to the pool
-		cmd = acquireScript.Run(ctx, conn, l.acquireKeys, l.argv[:2]...)
+		sctx, cancel := context.WithDeadline(ctx, sent.Add(r.opts.WaitTimeout))
+		cmd = acquireScript.Run(sctx, conn, l.acquireKeys, l.argv[:2]...)
+		cancel()
 	} else {
 		cmd = r.scripts.Run(ctx, acquireScript, l.acquireKeys, l.argv[:2]...)
 	}
@@ -346,7 +366,7 @@ func (r *Redis) acquire(ctx context.Context, l *redisLock) (heldKey, error) {
 		return held, err
 	}
 	if conn != nil {
-		if err := r.replicated(ctx, conn, l); err != nil {
+		if err := r.replicated(ctx, conn, l, sent); err != nil {
 			return heldKey{}, err
 		}
 	}
@@ -356,13 +376,17 @@ func (r *Redis) acquire(ctx context.Context, l *redisLock) (heldKey, error) {
 }
 
 // replicated waits, with WAIT on conn, until opts.WaitReplicas replicas
-// have acknowledged the acquire just made on conn. If fewer do within
-// WaitTimeout, or WAIT fails, it releases l's keys and returns an error:
-// one wrapping ErrNotReplicated, or ErrNotAcquired joined with ctx.Err(),
-// or the error from Redis, wrapped.
-func (r *Redis) replicated(ctx context.Context, conn *redis.Conn, l *redisLock) error {
+// have acknowledged the acquire just made on conn. If fewer do by
+// WaitTimeout after sent (when the acquire began), or WAIT fails, it
+// releases l's keys and returns an error: one wrapping ErrNotReplicated,
+// or ErrNotAcquired joined with ctx.Err(), or the error from Redis,
+// wrapped.
+func (r *Redis) replicated(ctx context.Context, conn *redis.Conn, l *redisLock, sent time.Time) error {
 	want := int64(r.opts.WaitReplicas)
-	acked, err := conn.Wait(ctx, r.opts.WaitReplicas, r.opts.WaitTimeout).Result()
+	// What the pool wait left of WaitTimeout, at least WAIT's unit of a
+	// millisecond: a timeout of 0 would make WAIT block for ever.
+	timeout := max(time.Until(sent.Add(r.opts.WaitTimeout)), time.Millisecond)
+	acked, err := conn.Wait(ctx, r.opts.WaitReplicas, timeout).Result()
 	if err == nil && acked >= want {
 		return nil
 	}

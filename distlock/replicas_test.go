@@ -3,7 +3,11 @@ package distlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,4 +143,98 @@ func TestNewRedisWaitReplicasPanics(t *testing.T) {
 			distlock.NewRedis(tt.client, tt.opts)
 		})
 	}
+}
+
+// TestRedisWaitReplicasBoundedUnderLoad pauses the only replica (SIGSTOP:
+// the primary still counts it, and it acknowledges nothing), and starts
+// many more acquires at once than the client's pool has connections, each
+// of which keeps its connection for a WAIT. Every acquire must fail with
+// ErrNotReplicated or a Redis error, none is granted, and none waits for
+// the WAITs of the others: each ends within WaitTimeout of its start
+// (and round trips), where a pool that queued them would end the last
+// after the WAITs of all those before it. The bound checked is five times
+// WaitTimeout, for a machine under load; the queue would take twelve.
+//
+// It also checks that with WaitClient the acquires' commands (the script
+// and WAIT) go on that client, never on the locker's own.
+func TestRedisWaitReplicasBoundedUnderLoad(t *testing.T) {
+	primary := testenv.StartRedisServer(t, func(int, string) []string {
+		return []string{"--repl-diskless-sync-delay", "0"}
+	})
+	_, primaryPort, _ := strings.Cut(primary.Addr, ":")
+	replica := testenv.StartRedisServer(t, func(int, string) []string {
+		return []string{"--replicaof", "127.0.0.1", primaryPort}
+	})
+	// counted returns a client of the primary with a pool of poolSize
+	// connections, and a count of the WAITs sent on it.
+	counted := func(poolSize int) (*redis.Client, *atomic.Int64) {
+		c := redis.NewClient(&redis.Options{Addr: primary.Addr, PoolSize: poolSize})
+		t.Cleanup(func() { _ = c.Close() })
+		var waits atomic.Int64
+		c.AddHook(testenv.AfterCommand(func(_ context.Context, cmd redis.Cmder, err error) error {
+			if cmd.Name() == "wait" {
+				waits.Add(1)
+			}
+			return err
+		}))
+		return c, &waits
+	}
+	rc := redis.NewClient(&redis.Options{Addr: replica.Addr})
+	t.Cleanup(func() { _ = rc.Close() })
+	pc, _ := counted(10)
+	waitReplication(t, pc, rc)
+	replica.Pause(t)
+
+	const (
+		waitTimeout = 500 * time.Millisecond
+		poolSize    = 2
+		acquires    = 24 // twelve rounds of WAITs on a queue of two connections
+		bound       = 5 * waitTimeout
+	)
+	try := func(t *testing.T, locks *distlock.Redis) {
+		t.Helper()
+		var wg sync.WaitGroup
+		took := make([]time.Duration, acquires)
+		errs := make([]error, acquires)
+		for i := range acquires {
+			wg.Go(func() {
+				start := time.Now()
+				l, err := locks.TryObtain(t.Context(), fmt.Sprintf("{bounded}:%s:%d", t.Name(), i))
+				took[i], errs[i] = time.Since(start), err
+				if err == nil {
+					_ = l.Release(context.Background())
+				}
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err == nil {
+				t.Errorf("acquire %d granted with the replica paused", i)
+			} else if errors.Is(err, distlock.ErrNotAcquired) {
+				t.Errorf("acquire %d: %v; want ErrNotReplicated or a Redis error, not ErrNotAcquired", i, err)
+			}
+		}
+		if slowest := slices.Max(took); slowest > bound {
+			t.Errorf("the slowest of %d acquires on %d connections took %v, want under %v (WaitTimeout %v): acquires queued behind each other's WAITs",
+				acquires, poolSize, slowest, bound, waitTimeout)
+		}
+	}
+
+	t.Run("on the locker's client", func(t *testing.T) {
+		own, _ := counted(poolSize)
+		try(t, newRedis(t, own, distlock.RedisOptions{TTL: 10 * time.Second, WaitReplicas: 1, WaitTimeout: waitTimeout}))
+	})
+	t.Run("on a WaitClient", func(t *testing.T) {
+		own, ownWaits := counted(poolSize)
+		waitClient, waits := counted(poolSize)
+		try(t, newRedis(t, own, distlock.RedisOptions{
+			TTL: 10 * time.Second, WaitReplicas: 1, WaitTimeout: waitTimeout, WaitClient: waitClient,
+		}))
+		if n := ownWaits.Load(); n != 0 {
+			t.Errorf("%d WAITs on the locker's own client, want 0: they belong on WaitClient", n)
+		}
+		if n := waits.Load(); n == 0 {
+			t.Error("no WAIT on WaitClient")
+		}
+	})
 }

@@ -184,10 +184,15 @@ sentinel parallel-syncs seatlock 1
 	a, b := receive(t, first, 30*time.Second), receive(t, second, 30*time.Second)
 	statuses := checkStatuses(t, append(answers, a, b))
 	window := sentIn(answers, killAt, recovered)
-	in503 := 0
+	in503, slowest503 := 0, time.Duration(0)
 	for _, a := range window {
 		if a.status == http.StatusServiceUnavailable {
 			in503++
+		}
+	}
+	for _, a := range answers {
+		if a.status == http.StatusServiceUnavailable {
+			slowest503 = max(slowest503, a.latency())
 		}
 	}
 	v := judge(t, answers, mergeSeatMaps(t, apis, sc.ID))
@@ -199,9 +204,9 @@ sentinel parallel-syncs seatlock 1
 	if waitReplicas > 0 && stats.Overlaps != 0 {
 		t.Errorf("%d overlapping charges: two holders at once, although the only replica acknowledged every lock before it was granted", stats.Overlaps)
 	}
-	t.Logf("row | %s | REDIS_WAIT_REPLICAS=%d | %d answers, %d confirmed | %s | double-booked %d, lost %d | 503: %d of %d sent from the kill to recovery (%.0f%%), %d in all | promotion %v after the kill, both instances booking %v after it | probe: A %v, B %v |",
+	t.Logf("row | %s | REDIS_WAIT_REPLICAS=%d | %d answers, %d confirmed | %s | double-booked %d, lost %d | 503: %d of %d sent from the kill to recovery (%.0f%%), %d in all, the slowest %v | promotion %v after the kill, both instances booking %v after it | probe: A %v, B %v |",
 		lock, waitReplicas, len(answers), v.confirmed, pay.cell(stats), v.double+pv.double, v.lost+pv.lost,
-		in503, len(window), percent(in503, len(window)), statuses[http.StatusServiceUnavailable],
+		in503, len(window), percent(in503, len(window)), statuses[http.StatusServiceUnavailable], slowest503.Round(time.Millisecond),
 		promotedAt.Sub(killAt).Round(time.Millisecond), recovered.Sub(promotedAt).Round(time.Millisecond), a, b)
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"reflect"
 	"slices"
@@ -24,9 +25,18 @@ const maxBodyBytes = 64 << 10
 // decodeJSON reads the request body into v, strictly: the body must be one
 // JSON value of v's shape, with no unknown fields, no field named twice or
 // in another case, and nothing after it. A typo such as "seat" for "seats"
-// is an error rather than a silently empty field. On failure it answers 400 (or 413 for a body over maxBodyBytes)
-// and returns false.
+// is an error rather than a silently empty field. On failure it answers 400 (or 413 for a body over maxBodyBytes,
+// 415 for a body not sent as JSON) and returns false.
 func decodeJSON(c *gin.Context, v any) bool {
+	if !sentAsJSON(c.Request.Header) {
+		// A browser sends text/plain, form and multipart bodies to
+		// another site without asking it first (no CORS preflight); a
+		// JSON API that read them would take writes from any page its
+		// users visit.
+		respondCode(c, http.StatusUnsupportedMediaType, codeMediaType,
+			"request body must be sent with Content-Type: application/json")
+		return false
+	}
 	if c.Request.ContentLength > maxBodyBytes {
 		// Refused before reading: a client that announces a huge body and
 		// sends it slowly (or never) must not hold the connection until
@@ -58,6 +68,14 @@ func decodeJSON(c *gin.Context, v any) bool {
 		return false
 	}
 	return true
+}
+
+// sentAsJSON reports whether the request says its body is JSON: a
+// Content-Type of application/json, in any case, with parameters (such as
+// charset) allowed.
+func sentAsJSON(h http.Header) bool {
+	mediaType, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && mediaType == "application/json"
 }
 
 // refusal explains why the strict decoder refused body for a value of v's

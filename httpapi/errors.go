@@ -14,6 +14,7 @@ import (
 const (
 	codeInvalid          = "invalid_request"
 	codeTooLarge         = "request_too_large"
+	codeMediaType        = "unsupported_media_type"
 	codeNotFound         = "not_found"
 	codeMethodNotAllowed = "method_not_allowed"
 	codeUnauthorized     = "unauthorized"

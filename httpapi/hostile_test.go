@@ -118,8 +118,21 @@ func TestHostileRequests(t *testing.T) {
 		{"admin token with a NUL", "POST", "/v1/screenings", create, []string{"Authorization", "Bearer " + adminToken + "\x00"}, 403, "forbidden"},
 		{"admin token, upper case", "POST", "/v1/screenings", create, []string{"Authorization", "Bearer " + strings.ToUpper(adminToken)}, 403, "forbidden"},
 		{"admin token, 1 MB", "POST", "/v1/screenings", create, []string{"Authorization", "Bearer " + strings.Repeat("a", 1<<20)}, 403, "forbidden"},
-		{"Content-Type is not JSON", "POST", "/v1/screenings/fuzz/bookings", "seats=B1&customer=x",
-			[]string{"Content-Type", "application/x-www-form-urlencoded"}, 400, "invalid_request"},
+		// A browser sends these bodies to another site without a preflight.
+		{"a form body", "POST", "/v1/screenings/fuzz/bookings", "seats=B1&customer=x",
+			[]string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "unsupported_media_type"},
+		{"JSON sent as text/plain", "POST", "/v1/screenings/fuzz/bookings", book,
+			[]string{"Content-Type", "text/plain"}, 415, "unsupported_media_type"},
+		{"JSON sent as multipart", "POST", "/v1/screenings/fuzz/bookings", book,
+			[]string{"Content-Type", "multipart/form-data; boundary=x"}, 415, "unsupported_media_type"},
+		{"JSON sent without a Content-Type", "POST", "/v1/screenings/fuzz/bookings", book,
+			[]string{"Content-Type", ""}, 415, "unsupported_media_type"},
+		{"a screening sent as text/plain", "POST", "/v1/screenings", create,
+			[]string{"Authorization", "Bearer " + adminToken, "Content-Type", "text/plain;charset=utf-8"}, 415, "unsupported_media_type"},
+		{"a hold sent as text/plain", "POST", "/v1/screenings/fuzz/holds", book,
+			[]string{"Content-Type", "text/plain"}, 415, "unsupported_media_type"},
+		{"JSON with a charset", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B3"],"customer":"x"}`,
+			[]string{"Content-Type", "Application/JSON; charset=utf-8"}, 201, ""},
 		{"gzip body", "POST", "/v1/screenings/fuzz/bookings", "\x1f\x8b\x08\x00junk", []string{"Content-Encoding", "gzip"}, 400, "invalid_request"},
 		{"UTF-8 BOM", "POST", "/v1/screenings/fuzz/bookings", "\ufeff" + book, nil, 400, "invalid_request"},
 		{"UTF-16 body", "POST", "/v1/screenings/fuzz/bookings", "\xff\xfe{\x00}\x00", nil, 400, "invalid_request"},
@@ -130,6 +143,8 @@ func TestHostileRequests(t *testing.T) {
 		{"full-width seat", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["Ｂ１"],"customer":"x"}`, nil, 400, "invalid_request"},
 		{"seat number huge", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B18446744073709551617"],"customer":"x"}`, nil, 400, "invalid_request"},
 		{"seats repeated in another case", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B1","b1"],"customer":"x"}`, nil, 400, "invalid_request"},
+		{"customer a lone escaped low surrogate", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B1"],"customer":"\udc00"}`, nil, 400, "invalid_request"},
+		{"customer a lone escaped high surrogate", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B1"],"customer":"a\ud800b"}`, nil, 400, "invalid_request"},
 		{"customer only zero-width", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B1"],"customer":"\u200b"}`, nil, 400, "invalid_request"},
 		{"customer with bidi override", "POST", "/v1/screenings/fuzz/bookings", `{"seats":["B1"],"customer":"\u202eevil"}`, nil, 400, "invalid_request"},
 		// Field names are matched exactly and once: encoding/json alone
@@ -159,6 +174,10 @@ func TestHostileRequests(t *testing.T) {
 				t.Fatalf("cannot build %s", tc.target)
 			}
 			for i := 0; i+1 < len(tc.headers); i += 2 {
+				if http.CanonicalHeaderKey(tc.headers[i]) == "Content-Type" {
+					r.Header.Set(tc.headers[i], tc.headers[i+1]) // in place of newRequest's
+					continue
+				}
 				r.Header.Add(tc.headers[i], tc.headers[i+1])
 			}
 			w := hs.serve(t, r)

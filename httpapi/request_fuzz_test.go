@@ -37,7 +37,7 @@ const adminToken = "admin-secret-0123456789"
 // knownCodes are the error codes of the contract that a client may see for
 // bad input. "internal" is not among them: no input may cause a 5xx.
 var knownCodes = map[string]bool{
-	"invalid_request": true, "request_too_large": true, "not_found": true,
+	"invalid_request": true, "request_too_large": true, "unsupported_media_type": true, "not_found": true,
 	"method_not_allowed": true, "unauthorized": true, "forbidden": true,
 	"seat_taken": true, "seat_busy": true, "lock_lost": true, "conflict": true,
 	"idempotency_mismatch": true, "seat_held": true, "sold_out": true, "hold_expired": true,
@@ -180,6 +180,9 @@ func newRequest(method, target string, body []byte) (*http.Request, bool) {
 	r.RequestURI = target
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
+	if len(body) > 0 {
+		r.Header.Set("Content-Type", "application/json")
+	}
 	return r, true
 }
 

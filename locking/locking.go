@@ -82,6 +82,7 @@ type releaseFunc func()
 
 func (f releaseFunc) Fence(string) int64            { return 0 }
 func (f releaseFunc) Lost() <-chan struct{}         { return nil }
+func (f releaseFunc) Tx() reservation.Tx            { return nil }
 func (f releaseFunc) Release(context.Context) error { f(); return nil }
 
 // Distributed returns a locker that takes one distributed lock per seat from
@@ -122,6 +123,7 @@ func (l distributedLease) Fence(seat string) int64 {
 }
 
 func (l distributedLease) Lost() <-chan struct{} { return l.lock.Lost() }
+func (l distributedLease) Tx() reservation.Tx    { return nil }
 
 func (l distributedLease) Release(ctx context.Context) error {
 	err := l.lock.Release(ctx)
@@ -164,6 +166,7 @@ type layeredLease struct {
 
 func (l layeredLease) Fence(seat string) int64 { return l.remote.Fence(seat) }
 func (l layeredLease) Lost() <-chan struct{}   { return l.remote.Lost() }
+func (l layeredLease) Tx() reservation.Tx      { return l.remote.Tx() }
 
 func (l layeredLease) Release(ctx context.Context) error {
 	err := l.remote.Release(ctx)

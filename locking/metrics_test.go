@@ -24,6 +24,7 @@ type lostLease struct{ lost chan struct{} }
 
 func (lostLease) Fence(string) int64            { return 7 }
 func (l lostLease) Lost() <-chan struct{}       { return l.lost }
+func (l lostLease) Tx() reservation.Tx          { return nil }
 func (lostLease) Release(context.Context) error { return nil }
 
 func TestInstrument(t *testing.T) {

@@ -38,7 +38,7 @@ type Confirmation struct {
 // strategy in the seats' sorted order, check the seats under the locks,
 // pay, write through the screening's guard, and release the locks. Under
 // LockPostgresXact the locks belong to a transaction of the store, and the
-// check and the write go through that transaction (see TxLease).
+// check and the write go through that transaction (see Tx).
 //
 // It returns ErrInvalid, ErrNotFound, ErrSeatTaken (a *SeatsTakenError),
 // ErrSeatHeld (a *SeatsHeldError),
@@ -275,4 +275,5 @@ type noLease struct{}
 
 func (noLease) Fence(string) int64            { return 0 }
 func (noLease) Lost() <-chan struct{}         { return nil }
+func (noLease) Tx() Tx                        { return nil }
 func (noLease) Release(context.Context) error { return nil }

@@ -80,7 +80,7 @@ func (s *Service) HoldSeats(ctx context.Context, req HoldRequest) (HoldConfirmat
 // fences, release. It waits at most lockWait for the locks; 0 waits for
 // none (best available), and a held one is then a *SeatsBusyError. Under
 // LockPostgresXact the check and the write go through the transaction that
-// holds the locks (see TxLease).
+// holds the locks (see Tx).
 func (s *Service) holdSeats(ctx context.Context, sc Screening, w HoldWrite, lockWait time.Duration) (Hold, error) {
 	lock := s.lock
 	if lockWait <= 0 {
@@ -104,7 +104,7 @@ func (s *Service) holdSeats(ctx context.Context, sc Screening, w HoldWrite, lock
 		return Hold{}, err
 	}
 	var h Hold
-	if tx, ok := lease.(TxLease); ok {
+	if tx := lease.Tx(); tx != nil {
 		h, err = tx.CreateHold(ctx, w)
 	} else {
 		h, err = s.store.CreateHold(ctx, w)

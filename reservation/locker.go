@@ -24,6 +24,13 @@ type SeatLease interface {
 	// write after that. It is nil for locks that cannot be lost.
 	Lost() <-chan struct{}
 
+	// Tx returns the store transaction that holds the locks, when they
+	// belong to one (LockPostgresXact's do): the booking then reads and
+	// writes through it instead of the Store. It is nil for every lock
+	// held beside the store. A lease that wraps another (a measuring
+	// layer) returns the inner lease's Tx, so wrapping never hides it.
+	Tx() Tx
+
 	// Release gives the locks up.
 	Release(ctx context.Context) error
 }

@@ -9,55 +9,6 @@ import (
 	"github.com/google/uuid"
 )
 
-// Payments charges a customer for the seats of a booking. The charge runs
-// inside the critical section, while the seat locks are held: it is the side
-// effect the locks exist to protect. Two holders of one seat at once means
-// two customers charged for one seat, even when the guarded write keeps the
-// seat map right, and one of them has to be refunded.
-//
-// A charge cannot be rolled back with the booking's transaction, so the
-// service records every payment (PaymentStore) before it charges, uses the
-// record's id as the provider's idempotency key, and settles by that key
-// whatever does not end in a booking (see Service.Reconcile).
-//
-// Without Payments the Service simulates the payment with a wait of the
-// screening's payment delay, and records nothing: no money moves.
-type Payments interface {
-	// Charge charges for c under the idempotency key c.PaymentID: a repeat
-	// with the same id charges nothing more and answers as the first did.
-	// It returns an error wrapping ErrLockLost when the provider refused a
-	// fencing token older than one it has seen for a seat, ErrPaymentVoided
-	// when the payment was voided (refunded by its id) before the charge
-	// completed, ErrUnavailable when the provider cannot be reached or failed,
-	// or an error wrapping ctx.Err().
-	Charge(ctx context.Context, c Charge) (chargeID string, err error)
-
-	// Refund settles the payment with the id: it gives back the charge made
-	// under it, or, when none has completed, voids the id so that no charge
-	// can complete under it later. refunded reports which: true when a
-	// charge was given back (now or by an earlier call). Repeating it
-	// changes nothing. It returns ErrUnavailable when the provider cannot
-	// be reached or failed.
-	Refund(ctx context.Context, paymentID string) (refunded bool, err error)
-}
-
-// Charge is what a booking pays for.
-type Charge struct {
-	// PaymentID is the id of the payment record written before the charge,
-	// the provider's idempotency key.
-	PaymentID   string
-	BookingID   string
-	ScreeningID string
-	Seats       []string
-	Customer    string
-	// Fences are the fencing tokens of the seats' locks, for a provider
-	// that checks them; seats whose strategy has none are absent.
-	Fences map[string]int64
-	// Delay is how long the provider takes to answer: the screening's
-	// payment delay.
-	Delay time.Duration
-}
-
 // PaymentStatus is where a payment stands.
 type PaymentStatus string
 
@@ -291,18 +242,6 @@ func (s *Service) settle(ctx context.Context, id string) PaymentStatus {
 	}
 }
 
-// sleep waits d, or until ctx ends (its error).
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // refund is the SettleFunc of the service: it refunds or voids the payment
 // by its id at the provider.
 func (s *Service) refund(ctx context.Context, p Payment) (PaymentStatus, error) {
@@ -314,85 +253,5 @@ func (s *Service) refund(ctx context.Context, p Payment) (PaymentStatus, error) 
 		return PaymentRefunded, nil
 	default:
 		return PaymentVoided, nil
-	}
-}
-
-// fencesOf returns the fencing tokens lease holds for the seats; seats
-// whose strategy has none are absent.
-func fencesOf(lease SeatLease, seats []string) map[string]int64 {
-	fences := make(map[string]int64, len(seats))
-	for _, seat := range seats {
-		if f := lease.Fence(seat); f != 0 {
-			fences[seat] = f
-		}
-	}
-	return fences
-}
-
-// simulatePayment is the payment without a provider: a wait of the payment
-// delay. It ends early when the lock is lost or the request is cancelled.
-func simulatePayment(ctx context.Context, delay time.Duration, lease SeatLease) error {
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-lease.Lost():
-			return errorf(ErrLockLost, "seat lock lost during payment")
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return lockHeld(lease)
-}
-
-// lockHeld returns ErrLockLost when the lease has been lost.
-func lockHeld(lease SeatLease) error {
-	select {
-	case <-lease.Lost():
-		return errorf(ErrLockLost, "seat lock lost before the write")
-	default:
-		return nil
-	}
-}
-
-// StopTime is how long the service may still act under a seat lock after
-// the lock's Lost channel was closed: the moment it takes to cancel the
-// charge in progress and to void it at the provider by its id (one round
-// trip on one network). A lock service that may hand a lost lock on sooner
-// than StopTime after telling its holder lets two holders pay at once; so
-// a distributed lock must declare its loss at least StopTime before its
-// lease can end on the server (cmd/api sets the lockers' StopMargin to it).
-const StopTime = 150 * time.Millisecond
-
-// whileHeld returns a context that ends when ctx does or the lease is
-// lost, and stop, which ends the watch and reports whether the lease was
-// lost before it. The watching goroutine is gone when stop returns.
-func whileHeld(ctx context.Context, lease SeatLease) (context.Context, func() (lost bool)) {
-	lostc := lease.Lost()
-	if lostc == nil {
-		return ctx, func() bool { return false }
-	}
-	held, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		select {
-		case <-lostc:
-			cancel()
-		case <-done:
-		}
-	}()
-	return held, func() bool {
-		close(done)
-		<-watched
-		cancel()
-		select {
-		case <-lostc:
-			return true
-		default:
-			return false
-		}
 	}
 }

@@ -35,7 +35,7 @@ const (
 	// runs in that one transaction, so lock and write commit or roll back
 	// together and no lease can run out in between. The strongest
 	// strategy; its locker is made by a store that can lock in a
-	// transaction (see TxLease).
+	// transaction (see Tx).
 	LockPostgresXact Strategy = "postgres-xact"
 	// LockRedlock is the Redlock algorithm over several independent Redis
 	// servers: a majority of them must grant each seat.

@@ -59,6 +59,39 @@ type NewScreening struct {
 // CreateScreening validates and stores a new screening. It returns
 // ErrInvalid for a bad request and ErrConflict when the id is taken.
 func (s *Service) CreateScreening(ctx context.Context, req NewScreening) (Screening, error) {
+	sc, err := s.screeningOf(req)
+	if err != nil {
+		return Screening{}, err
+	}
+	// A bound on growth, not an exact quota: instances creating at the
+	// same moment may each see room for one more.
+	n, err := s.store.CountScreenings(ctx)
+	if err != nil {
+		return Screening{}, err
+	}
+	if n >= s.opts.MaxScreenings {
+		return Screening{}, errorf(ErrLimit, "this server holds its maximum of %d screenings; no more can be created", s.opts.MaxScreenings)
+	}
+	ttl, err := s.holdTTL(req.HoldTTL)
+	if err != nil {
+		return Screening{}, err
+	}
+	sc.HoldTTL = ttl
+	if sc.Queue, err = validQueue(req.Queue); err != nil {
+		return Screening{}, err
+	}
+	if err := s.store.CreateScreening(ctx, sc); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return Screening{}, &messageError{kind: ErrConflict, msg: fmt.Sprintf("a screening with id %q exists", sc.ID)}
+		}
+		return Screening{}, err
+	}
+	return sc, nil
+}
+
+// screeningOf checks req and returns the screening it asks for, with the
+// service's defaults filled in; everything but its hold TTL.
+func (s *Service) screeningOf(req NewScreening) (Screening, error) {
 	sc := Screening{
 		ID:           req.ID,
 		Movie:        req.Movie,
@@ -103,29 +136,6 @@ func (s *Service) CreateScreening(ctx context.Context, req NewScreening) (Screen
 		return Screening{}, invalidf("payment_delay_ms must be from 0 to %d", MaxPaymentDelay.Milliseconds())
 	}
 	sc.PaymentDelay = sc.PaymentDelay.Truncate(time.Millisecond)
-	// A bound on growth, not an exact quota: instances creating at the
-	// same moment may each see room for one more.
-	n, err := s.store.CountScreenings(ctx)
-	if err != nil {
-		return Screening{}, err
-	}
-	if n >= s.opts.MaxScreenings {
-		return Screening{}, errorf(ErrLimit, "this server holds its maximum of %d screenings; no more can be created", s.opts.MaxScreenings)
-	}
-	ttl, err := s.holdTTL(req.HoldTTL)
-	if err != nil {
-		return Screening{}, err
-	}
-	sc.HoldTTL = ttl
-	if sc.Queue, err = validQueue(req.Queue); err != nil {
-		return Screening{}, err
-	}
-	if err := s.store.CreateScreening(ctx, sc); err != nil {
-		if errors.Is(err, ErrConflict) {
-			return Screening{}, &messageError{kind: ErrConflict, msg: fmt.Sprintf("a screening with id %q exists", sc.ID)}
-		}
-		return Screening{}, err
-	}
 	return sc, nil
 }
 

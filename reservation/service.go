@@ -142,18 +142,24 @@ func NewService(store Store, opts Options) *Service {
 }
 
 // checkChoice reports whether the service offers the strategy and guard.
+// What is unsafe, and so needs demo mode, is the catalogue's call.
 func (s *Service) checkChoice(l Strategy, g Guard) error {
-	if g != GuardFence && g != GuardOff {
+	guard, ok := GuardOf(g)
+	if !ok {
 		return invalidf("guard %q is unknown; use %q or %q", clip(string(g)), GuardFence, GuardOff)
 	}
-	if l != LockNone && !s.offers(l) {
+	// A strategy the catalogue does not know is the server's own (a
+	// workshop lab's): offered when the server has a locker for it.
+	strategy, known := StrategyOf(l)
+	unsafe := known && !strategy.Safe()
+	if !unsafe && !s.offers(l) {
 		return invalidf("lock %q is not offered by this server; offered: %s", clip(string(l)), strings.Join(s.Strategies(), ", "))
 	}
 	switch {
 	case s.opts.Demo:
-	case g == GuardOff:
-		return invalidf("guard %q is allowed only in demo mode (DEMO_MODE=true): when two bookings hold one seat at once, both writes land and the seat is double-booked", g)
-	case l == LockNone:
+	case !guard.Safe:
+		return invalidf("guard %q is allowed only in demo mode (DEMO_MODE=true): when two bookings hold one seat at once, %s", g, guard.TwoHolders)
+	case unsafe:
 		return invalidf("lock %q is allowed only in demo mode (DEMO_MODE=true): it lets two bookings hold one seat at once; under guard %q one of the two writes is refused and its charge refunded", l, g)
 	}
 	return nil

@@ -43,6 +43,7 @@ type fakeLease struct{ f *fakeLocker }
 
 func (l fakeLease) Fence(string) int64    { return l.f.fence }
 func (l fakeLease) Lost() <-chan struct{} { return l.f.lost }
+func (l fakeLease) Tx() reservation.Tx    { return nil }
 func (l fakeLease) Release(context.Context) error {
 	l.f.mu.Lock()
 	defer l.f.mu.Unlock()

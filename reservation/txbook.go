@@ -2,12 +2,11 @@ package reservation
 
 import "context"
 
-// TxLease is the SeatLease of a strategy whose locks belong to a
-// transaction of the store, as LockPostgresXact's do: the booking reads its
-// seats through the lease and writes through it, and the write commits the
-// transaction, which releases the locks. Book notices a TxLease by its
-// type, as io.Copy notices a WriterTo, and reads and writes through it
-// instead of the Store; nothing else about the booking changes.
+// Tx is a transaction of the store that holds a booking's seat locks, as
+// LockPostgresXact's lease does: the lease hands it to the booking
+// (SeatLease.Tx), the booking reads its seats through it and writes
+// through it, and the write commits the transaction, which releases the
+// locks. Nothing else about the booking changes.
 //
 // Every other strategy holds its lock beside the store: a lease that can
 // run out, or a holder that can pause, between the check and the write,
@@ -15,14 +14,13 @@ import "context"
 // the transaction that writes, so the two cannot come apart: if the
 // transaction dies (its connection breaks, the server restarts) the lock
 // goes with it and nothing is written; if it commits, it held the lock to
-// the end. So Fence returns 0 and Lost nil, and Release rolls the
-// transaction back (after Book, it has nothing left to do).
+// the end. So its lease's Fence returns 0 and Lost nil, and Release rolls
+// the transaction back (after Book, it has nothing left to do).
 //
-// A booking that holds a TxLease must not use the Store itself: the
+// A booking whose lease has a Tx must not use the Store itself: the
 // transaction already holds a connection, and one booking must never need
 // two.
-type TxLease interface {
-	SeatLease
+type Tx interface {
 	Reader
 
 	// Book records w in the transaction, with the semantics of
@@ -41,7 +39,7 @@ type TxLease interface {
 }
 
 // Reader is what a booking reads while it checks its seats: the reading
-// half of a Store. A Store is one; so is a TxLease.
+// half of a Store. A Store is one; so is a Tx.
 type Reader interface {
 	// Idempotent is Store.Idempotent.
 	Idempotent(ctx context.Context, screeningID string, keyHash []byte) (IdempotencyRecord, error)
@@ -52,7 +50,7 @@ type Reader interface {
 }
 
 // bookingStore is where a booking reads and writes while it holds its
-// locks: the Store, or the TxLease that holds them.
+// locks: the Store, or the Tx that holds them.
 type bookingStore interface {
 	Reader
 	Book(ctx context.Context, w Write) error
@@ -60,7 +58,7 @@ type bookingStore interface {
 
 // storeOf returns where a booking holding lease reads and writes.
 func (s *Service) storeOf(lease SeatLease) bookingStore {
-	if tx, ok := lease.(TxLease); ok {
+	if tx := lease.Tx(); tx != nil {
 		return tx
 	}
 	return s.store

@@ -192,6 +192,8 @@ func TestAPI(t *testing.T) {
 			{"newline in customer", bookingBody("al\nice", "A1"), nil, 400, "invalid_request"},
 			{"invalid UTF-8 in customer", `{"seats":["A1"],"customer":"al` + "\xff" + `"}`, nil, 400, "invalid_request"},
 			{"oversized body", `{"seats":["A1"],"customer":"` + strings.Repeat("c", 70<<10) + `"}`, nil, 413, "request_too_large"},
+			{"JSON sent as text/plain", bookingBody("al", "A1"), []string{"Content-Type", "text/plain"}, 415, "unsupported_media_type"},
+			{"a form body", "seats=A1&customer=al", []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "unsupported_media_type"},
 			{"empty Idempotency-Key", bookingBody("al", "A1"), []string{"Idempotency-Key", ""}, 400, "invalid_request"},
 			{"overlong Idempotency-Key", bookingBody("al", "A1"), []string{"Idempotency-Key", strings.Repeat("k", 256)}, 400, "invalid_request"},
 			{"Idempotency-Key with a tab", bookingBody("al", "A1"), []string{"Idempotency-Key", "a\tb"}, 400, "invalid_request"},

@@ -33,6 +33,9 @@ type backends struct {
 	lockHealth func(context.Context) error
 	redis      *redis.Client     // also carries the live seat map's events
 	queue      reservation.Queue // the waiting rooms, in redis
+	// redisWait carries the Redis locks' acquires that wait for replicas
+	// (REDIS_WAIT_REPLICAS), on a pool of its own; nil without them.
+	redisWait *redis.Client
 
 	pgWhere    string // DATABASE_URL for messages (see postgresWhere)
 	redisWhere string // REDIS_URL for messages (see redactURL)
@@ -74,7 +77,7 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics 
 		logger.Info("store: in memory (set DATABASE_URL for Postgres)")
 		b.store = memory.New()
 		b.deployment = "memory " + uuid.NewString()
-	} else if err := b.openPostgres(ctx, cfg, logger); err != nil {
+	} else if cfg.DBMaxConns, err = b.openPostgres(ctx, cfg, logger); err != nil {
 		return nil, err
 	}
 
@@ -88,7 +91,7 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics 
 		redisURL = "redis://" + emb.Addr()
 		logger.Info("lock service: embedded Redis (set REDIS_URL for a real one)", "addr", emb.Addr())
 	}
-	client, err := newRedisClient(redisURL) // checked by config.validate
+	client, err := newRedisClient(redisURL, redisPool{}) // checked by config.validate
 	if err != nil {
 		return nil, errors.New("REDIS_URL is not a valid Redis URL")
 	}
@@ -99,6 +102,10 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics 
 	}
 	if cfg.RedisURL != "" {
 		logger.Info("lock service: redis", "url", b.redisWhere)
+	}
+	if cfg.RedisWaitReplicas > 0 {
+		b.redisWait = newRedisWaitClient(redisURL, cfg.LockTTL/10)
+		b.closers = append(b.closers, b.redisWait.Close)
 	}
 	if err := b.openRedlock(ctx, cfg, logger); err != nil {
 		return nil, err
@@ -118,11 +125,13 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics 
 // start-up never holds more connections than DB_MAX_CONNS allows, and the
 // postgres locks' pool opens none before a booking needs it (poolSizes).
 // The store applies the migrations under an advisory lock, so instances
-// starting together do not race on them.
-func (b *backends) openPostgres(ctx context.Context, cfg config, logger *slog.Logger) error {
+// starting together do not race on them. It returns the connection budget
+// the pools share: DB_MAX_CONNS, or less when the server allows fewer (see
+// connectionBudget).
+func (b *backends) openPostgres(ctx context.Context, cfg config, logger *slog.Logger) (int, error) {
 	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL) // checked by config.validate
 	if err != nil {
-		return err
+		return 0, err
 	}
 	b.pgWhere = postgresWhere(cfg.DatabaseURL, pcfg.ConnConfig)
 	var conn *pgx.Conn
@@ -131,22 +140,69 @@ func (b *backends) openPostgres(ctx context.Context, cfg config, logger *slog.Lo
 		return err
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	b.deployment = postgresIdentity(ctx, conn, pcfg.ConnConfig, logger)
+	budget, err := connectionBudget(ctx, conn, cfg.DBMaxConns, logger)
 	_ = conn.Close(ctx)
+	if err != nil {
+		return 0, err
+	}
 
-	storeConns, _ := poolSizes(cfg.DBMaxConns)
+	storeConns, _ := poolSizes(budget)
 	pg, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{MaxConns: storeConns})
 	if err != nil {
 		// Postgres answered a moment ago: a failed migration, or a
 		// server that went away since. The error names the store.
-		return fmt.Errorf("opening the store: %w", err)
+		return 0, fmt.Errorf("opening the store: %w", err)
 	}
-	b.store, b.pg = pg, pg
-	b.closers = append(b.closers, func() error { pg.Close(); return nil })
-	logger.Info("store: postgres", "url", b.pgWhere)
-	return nil
+	// Group commit pays under load and costs a lone booking nothing
+	// (docs/benchmarks-loadgen.md), so the store always has it.
+	grouped := postgres.NewGroupCommit(pg)
+	b.store, b.pg = grouped, pg
+	b.closers = append(b.closers, func() error { grouped.Close(); return nil })
+	logger.Info("store: postgres", "url", b.pgWhere, "max_conns", budget)
+	return budget, nil
+}
+
+// connectionBudget returns how many connections this instance's pools may
+// open together: maxConns (DB_MAX_CONNS), or the connection limit of the
+// role or the database (CONNECTION LIMIT) when that is lower, which it
+// logs. Without it the store's pool, which keeps what it opened, can hold
+// every connection the role is allowed, and the postgres lock strategy,
+// on a pool of its own, then finds none: 503 to every booking of it while
+// Postgres itself answers. A limit below the two connections the pools
+// need is an error that says so. The limit is shared by every session of
+// the role, other instances' included: the log says that too. A
+// superuser has no limit.
+func connectionBudget(ctx context.Context, conn *pgx.Conn, maxConns int, logger *slog.Logger) (int, error) {
+	var role, database string
+	var roleLimit, dbLimit int
+	var super bool
+	err := conn.QueryRow(ctx, `select r.rolname, r.rolconnlimit, r.rolsuper, d.datname, d.datconnlimit
+		from pg_roles r, pg_database d where r.rolname = current_user and d.datname = current_database()`,
+	).Scan(&role, &roleLimit, &super, &database, &dbLimit)
+	if err != nil {
+		return 0, fmt.Errorf("reading the connection limits of the postgres role and database: %w", err)
+	}
+	limit, of := -1, ""
+	for _, l := range []struct {
+		n    int
+		what string
+	}{{roleLimit, "role " + role}, {dbLimit, "database " + database}} {
+		if l.n >= 0 && !super && (limit < 0 || l.n < limit) {
+			limit, of = l.n, l.what
+		}
+	}
+	if limit < 0 || limit >= maxConns {
+		return maxConns, nil
+	}
+	if limit < minDBMaxConns {
+		return 0, fmt.Errorf("postgres %s has CONNECTION LIMIT %d, below the %d connections the API needs (one for the store, one for the postgres locks): raise it (ALTER ROLE ... CONNECTION LIMIT, or ALTER DATABASE)", of, limit, minDBMaxConns)
+	}
+	logger.Warn("postgres allows fewer connections than DB_MAX_CONNS: the pools share the lower limit; it counts the sessions of every instance and client of the role, so give each instance its share with DB_MAX_CONNS",
+		"limited_by", of, "connection_limit", limit, "DB_MAX_CONNS", maxConns)
+	return limit, nil
 }
 
 // postgresIdentity names the database of conn the same way whichever
@@ -323,7 +379,7 @@ const sentinelScheme = "redis+sentinel://"
 // newRedisClient returns a client for a REDIS_URL: one server for
 // redis:// and rediss://, the primary that Sentinels name for
 // redis+sentinel://.
-func newRedisClient(rawURL string) (*redis.Client, error) {
+func newRedisClient(rawURL string, pool redisPool) (*redis.Client, error) {
 	// One dial attempt per command: go-redis's default (five, 100 ms
 	// apart, for each of three command retries) turns a Redis outage into
 	// seconds of waiting per booking, where a prompt 503 is the answer.
@@ -337,6 +393,7 @@ func newRedisClient(rawURL string) (*redis.Client, error) {
 			return nil, errors.New("a redis+sentinel URL needs master_name")
 		}
 		opts.DialerRetries = dialerRetries
+		pool.apply(&opts.PoolSize, &opts.PoolTimeout, &opts.ContextTimeoutEnabled)
 		return redis.NewFailoverClient(opts), nil
 	}
 	opts, err := redis.ParseURL(rawURL)
@@ -344,7 +401,50 @@ func newRedisClient(rawURL string) (*redis.Client, error) {
 		return nil, err
 	}
 	opts.DialerRetries = dialerRetries
+	pool.apply(&opts.PoolSize, &opts.PoolTimeout, &opts.ContextTimeoutEnabled)
 	return redis.NewClient(opts), nil
+}
+
+// newRedisWaitClient returns a client for the Redis locks' acquires that
+// wait for replicas (WAIT), each of which keeps a connection for up to
+// waitTimeout: apart from the client of everything else, so that renewals,
+// releases, /readyz and the seat map's events never queue behind them, and
+// with a pool wait bounded by waitTimeout, so that a booking that cannot be
+// replicated answers 503 within that bound however many are waiting
+// (distlock bounds the pool wait and the WAIT together by it too). Its
+// commands' deadlines bound their reads as well, so a primary that hangs
+// costs an acquire that bound, not the client's read timeout. Its
+// pool is larger than go-redis's default: one connection per booking in
+// its critical section.
+func newRedisWaitClient(rawURL string, waitTimeout time.Duration) *redis.Client {
+	c, _ := newRedisClient(rawURL, redisPool{size: redisWaitPoolSize, timeout: waitTimeout, deadlines: true}) // the URL opened the main client
+	return c
+}
+
+// redisWaitPoolSize is the pool of newRedisWaitClient: how many bookings
+// of one instance may wait for replicas at once.
+const redisWaitPoolSize = 64
+
+// redisPool sizes a client's pool; zero fields keep go-redis's defaults
+// (or the URL's pool_size and pool_timeout).
+type redisPool struct {
+	size    int           // at least this many connections
+	timeout time.Duration // the longest a command waits for one
+	// deadlines makes a command's context deadline cut its network
+	// reads and writes short too (ContextTimeoutEnabled), not only its
+	// wait for a connection.
+	deadlines bool
+}
+
+// apply sets a client's pool options from p.
+func (p redisPool) apply(size *int, timeout *time.Duration, deadlines *bool) {
+	if p.size > 0 {
+		*size = max(*size, p.size)
+	}
+	if p.timeout > 0 {
+		*timeout = p.timeout
+	}
+	*deadlines = *deadlines || p.deadlines
 }
 
 // startupWait is how long start-up waits for a backend's first answer.

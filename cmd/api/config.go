@@ -79,27 +79,84 @@ const minLockTTL = 3 * reservation.StopTime
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	var cfg config
 	var lock, guard, redlockURLs, zkServers string
+	set := defineSettings(&cfg, &lock, &guard, &redlockURLs, &zkServers)
+	fs := set.fs
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fmt.Fprintln(stderr, "Usage: api [flags]; every flag can also be set by its environment variable, and a flag wins.")
+			fs.PrintDefaults()
+			return config{}, err
+		}
+		return config{}, &configError{err}
+	}
+	if fs.NArg() > 0 {
+		return config{}, &configError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if err := set.fillFromEnv(getenv); err != nil {
+		return config{}, err
+	}
+	cfg.Lock, cfg.Guard = reservation.Strategy(lock), reservation.Guard(guard)
+	cfg.RedlockURLs, cfg.ZooKeeperServers = splitList(redlockURLs), splitList(zkServers)
+	if err := cfg.validate(); err != nil {
+		return config{}, &configError{err}
+	}
+	return cfg, nil
+}
+
+// settings is the configuration's flag set, with the environment variable
+// of each flag (env) and what a valid value looks like (hint).
+type settings struct {
+	fs        *flag.FlagSet
+	env, hint map[string]string
+}
+
+func (s *settings) str(p *string, name, envName, def, usage string) {
+	s.fs.StringVar(p, name, def, usage+" (env "+envName+")")
+	s.env[name] = envName
+}
+
+func (s *settings) dur(p *time.Duration, name, envName string, def time.Duration, usage string) {
+	s.fs.DurationVar(p, name, def, usage+" (env "+envName+")")
+	s.env[name], s.hint[name] = envName, "want a Go duration such as 250ms or 10s"
+}
+
+// fillFromEnv sets the flags that were not given from their environment
+// variables.
+func (s *settings) fillFromEnv(getenv func(string) string) error {
+	given := map[string]bool{}
+	s.fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	s.fs.VisitAll(func(f *flag.Flag) {
+		if s.env[f.Name] == "" {
+			return // a command, not a setting
+		}
+		v := getenv(s.env[f.Name])
+		if err != nil || given[f.Name] || v == "" {
+			return
+		}
+		if f.Value.Set(v) != nil {
+			err = &configError{fmt.Errorf("%s=%q is not valid: %s", s.env[f.Name], v, s.hint[f.Name])}
+		}
+	})
+	return err
+}
+
+// defineSettings defines every flag of the configuration, each with its
+// environment variable.
+func defineSettings(cfg *config, lock, guard, redlockURLs, zkServers *string) *settings {
 	fs := flag.NewFlagSet("api", flag.ContinueOnError)
 	// Errors are reported in one line by main; only -h prints the usage.
 	fs.SetOutput(io.Discard)
-	// env pairs each flag with its environment variable, hint says what a
-	// valid value looks like.
-	env, hint := map[string]string{}, map[string]string{}
-	str := func(p *string, name, envName, def, usage string) {
-		fs.StringVar(p, name, def, usage+" (env "+envName+")")
-		env[name] = envName
-	}
-	dur := func(p *time.Duration, name, envName string, def time.Duration, usage string) {
-		fs.DurationVar(p, name, def, usage+" (env "+envName+")")
-		env[name], hint[name] = envName, "want a Go duration such as 250ms or 10s"
-	}
+	set := &settings{fs: fs, env: map[string]string{}, hint: map[string]string{}}
+	str, dur, env, hint := set.str, set.dur, set.env, set.hint
 	str(&cfg.Addr, "addr", "ADDR", ":8080", "listen address")
 	str(&cfg.DatabaseURL, "database-url", "DATABASE_URL", "", "Postgres URL; empty means the in-memory store")
 	str(&cfg.RedisURL, "redis-url", "REDIS_URL", "", "Redis URL (redis://host:port/db, or redis+sentinel://sentinel:port/db?master_name=NAME for a Sentinel-managed primary); empty means an embedded Redis server")
 	fs.IntVar(&cfg.RedisWaitReplicas, "redis-wait-replicas", 0, "replicas of the Redis primary that must acknowledge a Redis lock (WAIT, within a tenth of LOCK_TTL) before it is granted, else 503; 0 means grant at once (env REDIS_WAIT_REPLICAS)")
 	env["redis-wait-replicas"], hint["redis-wait-replicas"] = "REDIS_WAIT_REPLICAS", "want a whole number of replicas"
-	str(&lock, "lock", "LOCK_STRATEGY", string(reservation.LockKeyedRedis), "default lock strategy of new screenings: "+names(catalogue()))
-	str(&guard, "guard", "WRITE_GUARD", string(reservation.GuardFence), "default write guard of new screenings: "+names(guards()))
+	str(lock, "lock", "LOCK_STRATEGY", string(reservation.LockKeyedRedis), "default lock strategy of new screenings: "+names(catalogue()))
+	str(guard, "guard", "WRITE_GUARD", string(reservation.GuardFence), "default write guard of new screenings: "+names(guards()))
 	dur(&cfg.LockTTL, "lock-ttl", "LOCK_TTL", 10*time.Second, "lease of a distributed lock, renewed every third of it")
 	dur(&cfg.LockWait, "lock-wait", "LOCK_WAIT", 5*time.Second, "longest a booking waits for its seat locks before 409 seat_busy")
 	dur(&cfg.PaymentDelay, "payment-delay", "PAYMENT_DELAY", 0, "default simulated payment time inside the critical section")
@@ -118,68 +175,48 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	str(&cfg.PprofAddr, "pprof-addr", "PPROF_ADDR", "", "listen address of Go's profiling endpoints (/debug/pprof/), a loopback address such as 127.0.0.1:6060; empty means none")
 	str(&cfg.AdminToken, "admin-token", "ADMIN_TOKEN", "", "bearer token that POST /v1/screenings requires; empty means none")
 	str(&cfg.LockDir, "lock-dir", "LOCK_DIR", filepath.Join(os.TempDir(), "seatlock-locks"), "directory of the file strategy's lock files (one host only)")
-	str(&redlockURLs, "redlock-urls", "REDLOCK_URLS", "", "comma-separated Redis URLs of independent servers for the redlock strategy; empty means no redlock")
-	str(&zkServers, "zookeeper-servers", "ZOOKEEPER_SERVERS", "", "comma-separated host:port of a ZooKeeper ensemble for the zookeeper strategy; empty means no zookeeper")
+	str(redlockURLs, "redlock-urls", "REDLOCK_URLS", "", "comma-separated Redis URLs of independent servers for the redlock strategy; empty means no redlock")
+	str(zkServers, "zookeeper-servers", "ZOOKEEPER_SERVERS", "", "comma-separated host:port of a ZooKeeper ensemble for the zookeeper strategy; empty means no zookeeper")
 
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fmt.Fprintln(stderr, "Usage: api [flags]; every flag can also be set by its environment variable, and a flag wins.")
-			fs.PrintDefaults()
-			return config{}, err
-		}
-		return config{}, &configError{err}
-	}
-	if fs.NArg() > 0 {
-		return config{}, &configError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
-	}
-	// Environment variables fill in the flags that were not given.
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if env[f.Name] == "" {
-			return // a command, not a setting
-		}
-		v := getenv(env[f.Name])
-		if err != nil || given[f.Name] || v == "" {
-			return
-		}
-		if f.Value.Set(v) != nil {
-			err = &configError{fmt.Errorf("%s=%q is not valid: %s", env[f.Name], v, hint[f.Name])}
-		}
-	})
-	if err != nil {
-		return config{}, err
-	}
-	cfg.Lock, cfg.Guard = reservation.Strategy(lock), reservation.Guard(guard)
-	cfg.RedlockURLs, cfg.ZooKeeperServers = splitList(redlockURLs), splitList(zkServers)
-	if err := cfg.validate(); err != nil {
-		return config{}, &configError{err}
-	}
-	return cfg, nil
+	return set
 }
 
 // validate checks the values that the flag types cannot.
+// It reports the first value that is wrong.
 func (c config) validate() error {
+	for _, check := range []func() error{c.validateChoices, c.validateBackends, c.validateLimits} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateChoices checks the default lock strategy and write guard.
+func (c config) validateChoices() error {
 	// The refusals say what the README's tables say (see guards).
 	s, ok := find(catalogue(), string(c.Lock))
 	fence, _ := find(guards(), string(reservation.GuardFence))
 	switch {
 	case !ok:
 		return fmt.Errorf("LOCK_STRATEGY %q is unknown; use one of %s", c.Lock, names(catalogue()))
-	case !s.safe() && !c.Demo:
+	case !s.Safe() && !c.Demo:
 		return fmt.Errorf("LOCK_STRATEGY=%s needs DEMO_MODE=true: it lets two bookings hold one seat at once; under WRITE_GUARD=%s %s",
-			c.Lock, fence.name, fence.twoHolders)
-	case !c.has(s.needs):
-		return fmt.Errorf("LOCK_STRATEGY=%s needs %s", c.Lock, s.needs)
+			c.Lock, fence.Name, fence.TwoHolders)
+	case !c.has(s.Needs):
+		return fmt.Errorf("LOCK_STRATEGY=%s needs %s", c.Lock, s.Needs)
 	}
 	switch g, ok := find(guards(), string(c.Guard)); {
 	case !ok:
 		return fmt.Errorf("WRITE_GUARD %q is unknown; use one of %s", c.Guard, names(guards()))
-	case !g.safe && !c.Demo:
-		return fmt.Errorf("WRITE_GUARD=%s needs DEMO_MODE=true: when two bookings hold one seat at once, %s", g.name, g.twoHolders)
+	case !g.Safe && !c.Demo:
+		return fmt.Errorf("WRITE_GUARD=%s needs DEMO_MODE=true: when two bookings hold one seat at once, %s", g.Name, g.TwoHolders)
 	}
+	return nil
+}
+
+// validateBackends checks the settings of the backends.
+func (c config) validateBackends() error {
 	// The URLs are parsed here so that a typo is a usage error; the
 	// messages leave the URLs out, as they may hold passwords.
 	if c.DatabaseURL != "" {
@@ -197,17 +234,8 @@ func (c config) validate() error {
 	if c.RedisWaitReplicas > 0 && c.RedisURL == "" {
 		return errors.New("REDIS_WAIT_REPLICAS needs REDIS_URL: the embedded Redis has no replicas")
 	}
-	if c.MaxScreenings < 1 {
-		return fmt.Errorf("MAX_SCREENINGS %d must be at least 1", c.MaxScreenings)
-	}
-	if c.WriteRate < 0 || math.IsNaN(c.WriteRate) || math.IsInf(c.WriteRate, 0) {
-		return fmt.Errorf("WRITE_RATE %v must be a number of writes a second, 0 for no bound", c.WriteRate)
-	}
-	if c.DBMaxConns < minDBMaxConns || c.DBMaxConns > maxDBMaxConns {
-		return fmt.Errorf("DB_MAX_CONNS %d must be from %d to %d", c.DBMaxConns, minDBMaxConns, maxDBMaxConns)
-	}
 	if c.RedisURL != "" {
-		client, err := newRedisClient(c.RedisURL)
+		client, err := newRedisClient(c.RedisURL, redisPool{})
 		if err != nil {
 			return errors.New("REDIS_URL is not a valid Redis URL (redis://host:port/db, or redis+sentinel://sentinel:port/db?master_name=NAME)")
 		}
@@ -226,6 +254,21 @@ func (c config) validate() error {
 	if len(c.RedlockURLs) > 0 && len(c.RedlockURLs) < 3 {
 		n := len(c.RedlockURLs)
 		return fmt.Errorf("REDLOCK_URLS names %d %s; Redlock needs at least 3 independent ones", n, plural(n, "server", "servers"))
+	}
+	return nil
+}
+
+// validateLimits checks the settings that are numbers, durations and
+// addresses.
+func (c config) validateLimits() error {
+	if c.MaxScreenings < 1 {
+		return fmt.Errorf("MAX_SCREENINGS %d must be at least 1", c.MaxScreenings)
+	}
+	if c.WriteRate < 0 || math.IsNaN(c.WriteRate) || math.IsInf(c.WriteRate, 0) {
+		return fmt.Errorf("WRITE_RATE %v must be a number of writes a second, 0 for no bound", c.WriteRate)
+	}
+	if c.DBMaxConns < minDBMaxConns || c.DBMaxConns > maxDBMaxConns {
+		return fmt.Errorf("DB_MAX_CONNS %d must be from %d to %d", c.DBMaxConns, minDBMaxConns, maxDBMaxConns)
 	}
 	if c.LockDir == "" {
 		return errors.New("LOCK_DIR is empty")

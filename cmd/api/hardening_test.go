@@ -253,6 +253,7 @@ func TestServerTimeouts(t *testing.T) {
 		req, _ := http.NewRequest("POST", inst.url+"/v1/screenings/demo/bookings",
 			io.MultiReader(strings.NewReader(`{"seats":["A1"],"customer":"`), strings.NewReader(strings.Repeat("c", 100<<10)), strings.NewReader(`"}`)))
 		req.ContentLength = -1 // chunked: the size is not announced
+		req.Header.Set("Content-Type", "application/json")
 		res, err := httpClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -22,11 +22,11 @@ const (
 
 func labStrategies() []strategy {
 	return []strategy{
-		{name: labKeyed, needs: "DEMO_MODE", reach: reachInstance, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+		{StrategyInfo: reservation.StrategyInfo{Name: labKeyed, Needs: "DEMO_MODE", Reach: reservation.ReachInstance, Doc: "the attendee's keyed mutex"}, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
 			lb.logger.Info("lab lock", "strategy", labKeyed, "code", labCode)
 			return lb.measured(labKeyed, perKey{m: newLabKeyed()}), nil
 		}},
-		{name: labRedis, needs: "DEMO_MODE", reach: reachAll, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+		{StrategyInfo: reservation.StrategyInfo{Name: labRedis, Needs: "DEMO_MODE", Reach: reservation.ReachAll, Doc: "the attendee's Redis lock"}, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
 			lb.logger.Info("lab lock", "strategy", labRedis, "code", labCode)
 			return lb.measured(labRedis, locking.Distributed(newLabRedis(lb.b.redis, lb.cfg.LockTTL))), nil
 		}},
@@ -72,4 +72,5 @@ type inProcessLease func()
 
 func (f inProcessLease) Fence(string) int64            { return 0 }
 func (f inProcessLease) Lost() <-chan struct{}         { return nil }
+func (f inProcessLease) Tx() reservation.Tx            { return nil }
 func (f inProcessLease) Release(context.Context) error { f(); return nil }

@@ -130,7 +130,14 @@ func call(t testing.TB, method, url, body string, headers ...string) response {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" || method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json") // unless headers say otherwise
+	}
 	for i := 0; i+1 < len(headers); i += 2 {
+		if http.CanonicalHeaderKey(headers[i]) == "Content-Type" {
+			req.Header.Set(headers[i], headers[i+1])
+			continue
+		}
 		req.Header.Add(headers[i], headers[i+1])
 	}
 	res, err := httpClient.Do(req)

@@ -19,98 +19,82 @@ import (
 	"github.com/seatlock/seatlock/reservation"
 )
 
-// strategy is one row of the catalogue: a lock strategy as this server
-// offers it.
+// strategy is one row of reservation's strategy catalogue as this server
+// offers it: the row, and how to build its locker.
 type strategy struct {
-	name reservation.Strategy
-	// needs is the environment variable of the setting without which the
-	// strategy is not offered; "" when it needs none.
-	needs string
-	// reach is between whom its lock keeps a second booking of a seat out
-	// while the first holds it (see the reach constants).
-	reach string
+	reservation.StrategyInfo
 	// locker builds the strategy's seat locker on the lock backends; nil
 	// for none, which locks nothing: the service runs it by itself.
-	locker func(lb *lockBackends, ctx context.Context) (reservation.SeatLocker, error)
+	locker lockerBuilder
 }
 
-// How far a strategy's lock reaches: the README's column "one holder of a
-// seat at a time" shows these words, and a test holds it to them. Where a
-// lock does not reach, two bookings hold one seat at once, and the write
-// guard decides what then happens (see guards).
-const (
-	reachNone     = "no"
-	reachInstance = "within one instance"
-	reachHost     = "within one host"
-	reachAll      = "across instances"
-)
+// lockerBuilder builds one strategy's seat locker on the lock backends.
+type lockerBuilder func(lb *lockBackends, ctx context.Context) (reservation.SeatLocker, error)
 
-// safe reports whether the server offers the strategy outside demo mode:
-// every strategy that excludes anyone does (the service enforces it).
-func (s strategy) safe() bool { return s.reach != reachNone }
-
-// catalogue lists every lock strategy, in the order the workshop meets
-// them. It is the one place a strategy is added: config validation reads
-// it (a strategy's name, what it needs, whether it is safe), openBackends
-// builds the lockers of the strategies whose needs are met, which are the
-// ones the service offers (reservation.Service.Strategies), and a test
-// holds the README's strategy table to it.
-func catalogue() []strategy {
-	return append([]strategy{
-		{name: reservation.LockNone, reach: reachNone},
-		{name: reservation.LockGlobal, reach: reachInstance, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+// builders attaches a locker builder to every strategy of the catalogue
+// but none.
+func builders() map[reservation.Strategy]lockerBuilder {
+	return map[reservation.Strategy]lockerBuilder{
+		reservation.LockGlobal: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
 			return lb.measured(reservation.LockGlobal, locking.Global()), nil
-		}},
-		{name: reservation.LockKeyed, reach: reachInstance, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+		},
+		reservation.LockKeyed: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
 			return lb.keyed(), nil
-		}},
-		{name: reservation.LockRedis, reach: reachAll, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+		},
+		reservation.LockRedis: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
 			return lb.redis(), nil
-		}},
+		},
 		// Built from the measured layers, not measured again: its
 		// bookings' waits show in the "keyed" and the "redis" series,
 		// each wait counted once, where it happened.
-		{name: reservation.LockKeyedRedis, reach: reachAll, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+		reservation.LockKeyedRedis: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
 			return locking.Layered(lb.keyed(), lb.redis()), nil
-		}},
-		{name: reservation.LockPostgres, needs: "DATABASE_URL", reach: reachAll, locker: (*lockBackends).postgres},
-		// Not measured: its lease is the transaction itself (a
-		// reservation.TxLease), which a measuring wrapper would hide from
-		// the booking.
-		{name: reservation.LockPostgresXact, needs: "DATABASE_URL", reach: reachAll, locker: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
-			return lb.b.pg.XactLocker(), nil
-		}},
-		{name: reservation.LockRedlock, needs: "REDLOCK_URLS", reach: reachAll, locker: (*lockBackends).redlock},
-		{name: reservation.LockFile, reach: reachHost, locker: (*lockBackends).files},
-		{name: reservation.LockZooKeeper, needs: "ZOOKEEPER_SERVERS", reach: reachAll, locker: (*lockBackends).zookeeper},
-	}, labStrategies()...)
-}
-
-// guard is one row of the guards' table: a write guard as this server
-// offers it.
-type guard struct {
-	name reservation.Guard
-	safe bool // false: offered only with DEMO_MODE=true
-	// twoHolders is what the final write does when two bookings hold one
-	// seat at once: under a strategy that does not reach between them, or
-	// when a lock's lease ran out under its holder (a pause, a failover).
-	twoHolders string
-}
-
-// guards lists the write guards. Config validation reads it, and a test
-// holds the README's guard table to it.
-func guards() []guard {
-	return []guard{
-		{name: reservation.GuardFence, safe: true, twoHolders: "one of the two writes is refused (409), its charge refunded: no double booking"},
-		{name: reservation.GuardOff, twoHolders: "both writes land: the seat is double-booked"},
+		},
+		reservation.LockPostgres: (*lockBackends).postgres,
+		// Measured like the others: the measuring lease hands the
+		// transaction on (reservation.SeatLease.Tx).
+		reservation.LockPostgresXact: func(lb *lockBackends, _ context.Context) (reservation.SeatLocker, error) {
+			return lb.measured(reservation.LockPostgresXact, lb.b.pg.XactLocker()), nil
+		},
+		reservation.LockRedlock:   (*lockBackends).redlock,
+		reservation.LockFile:      (*lockBackends).files,
+		reservation.LockZooKeeper: (*lockBackends).zookeeper,
 	}
 }
 
+// catalogue lists every lock strategy of reservation.Strategies with its
+// builder. Config validation reads it (a strategy's name, what it needs,
+// whether it is safe), openLockers builds the lockers of the strategies
+// whose needs are met, which are the ones the service offers
+// (reservation.Service.Strategies), and a test holds the README's strategy
+// table to it.
+func catalogue() []strategy {
+	build := builders()
+	var rows []strategy
+	for _, s := range reservation.Strategies() {
+		rows = append(rows, strategy{StrategyInfo: s, locker: build[s.Name]})
+	}
+	return append(rows, labStrategies()...)
+}
+
+// guard is one row of reservation's write guards' table.
+type guard struct{ reservation.GuardInfo }
+
+// guards lists the write guards of reservation.Guards. Config validation
+// reads it, and a test holds the README's guard table to it.
+func guards() []guard {
+	var rows []guard
+	for _, g := range reservation.Guards() {
+		rows = append(rows, guard{g})
+	}
+	return rows
+}
+
 // key is a strategy's name, for find and names.
-func (s strategy) key() string { return string(s.name) }
+func (s strategy) key() string { return string(s.Name) }
 
 // key is a guard's name, for find and names.
-func (g guard) key() string { return string(g.name) }
+func (g guard) key() string { return string(g.Name) }
 
 // find returns the row called name of a table (catalogue or guards).
 func find[T interface{ key() string }](rows []T, name string) (T, bool) {
@@ -140,14 +124,14 @@ func openLockers(ctx context.Context, cfg config, logger *slog.Logger, metrics *
 	lb := &lockBackends{cfg: cfg, logger: logger, metrics: metrics, b: b}
 	lockers := make(map[reservation.Strategy]reservation.SeatLocker)
 	for _, s := range catalogue() {
-		if s.locker == nil || !cfg.has(s.needs) {
+		if s.locker == nil || !cfg.has(s.Needs) {
 			continue
 		}
 		l, err := s.locker(lb, ctx)
 		if err != nil {
 			return nil, err
 		}
-		lockers[s.name] = l
+		lockers[s.Name] = l
 	}
 	return lockers, nil
 }
@@ -197,6 +181,7 @@ func (lb *lockBackends) redis() reservation.SeatLocker {
 		locks := distlock.NewRedis(lb.b.redis, distlock.RedisOptions{
 			TTL: lb.cfg.LockTTL, StopMargin: reservation.StopTime,
 			Observer: lb.metrics.Renewals("redis"), WaitReplicas: lb.cfg.RedisWaitReplicas,
+			WaitTimeout: lb.cfg.LockTTL / 10, WaitClient: lb.b.redisWait,
 		})
 		lb.b.closers = append(lb.b.closers, locks.Close)
 		lb.redisLayer = locking.Instrument("redis", locking.Distributed(locks), lb.metrics)

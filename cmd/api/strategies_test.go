@@ -64,13 +64,13 @@ func TestReadmeStrategyTable(t *testing.T) {
 	}
 	for _, s := range catalogue() {
 		needs, demoOnly := "-", "no"
-		if s.needs != "" {
-			needs = s.needs
+		if s.Needs != "" {
+			needs = s.Needs
 		}
-		if !s.safe() {
+		if !s.Safe() {
 			demoOnly = "yes"
 		}
-		want = append(want, []string{string(s.name), needs, demoOnly, s.reach})
+		want = append(want, []string{string(s.Name), needs, demoOnly, string(s.Reach)})
 	}
 	if !slices.EqualFunc(docs, want, slices.Equal) {
 		t.Errorf("README strategy table:\n%q\nwant, from the catalogue:\n%q", docs, want)
@@ -85,10 +85,10 @@ func TestReadmeGuardTable(t *testing.T) {
 	var want [][]string
 	for _, g := range guards() {
 		demoOnly := "no"
-		if !g.safe {
+		if !g.Safe {
 			demoOnly = "yes"
 		}
-		want = append(want, []string{string(g.name), demoOnly, g.twoHolders})
+		want = append(want, []string{string(g.Name), demoOnly, g.TwoHolders})
 	}
 	if docs := readmeTable(t, "| `guard` | demo only | when two bookings hold one seat at once |"); !slices.EqualFunc(docs, want, slices.Equal) {
 		t.Errorf("README guard table:\n%q\nwant, from guards():\n%q", docs, want)
@@ -105,16 +105,16 @@ func TestRefusalsSayWhatTheTablesSay(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{map[string]string{"LOCK_STRATEGY": "none"}, "LOCK_STRATEGY=none needs DEMO_MODE=true: it lets two bookings hold one seat at once; under WRITE_GUARD=fence " + fence.twoHolders},
-		{map[string]string{"WRITE_GUARD": "off"}, "WRITE_GUARD=off needs DEMO_MODE=true: when two bookings hold one seat at once, " + off.twoHolders},
+		{map[string]string{"LOCK_STRATEGY": "none"}, "LOCK_STRATEGY=none needs DEMO_MODE=true: it lets two bookings hold one seat at once; under WRITE_GUARD=fence " + fence.TwoHolders},
+		{map[string]string{"WRITE_GUARD": "off"}, "WRITE_GUARD=off needs DEMO_MODE=true: when two bookings hold one seat at once, " + off.TwoHolders},
 	} {
 		_, err := parseConfig(nil, func(k string) string { return tc.env[k] }, io.Discard)
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%v: %v, want %q", tc.env, err, tc.want)
 		}
 	}
-	if strings.Contains(fence.twoHolders, "double-booked") || !strings.Contains(off.twoHolders, "double-booked") {
-		t.Errorf("fence: %q, off: %q: only off double-books", fence.twoHolders, off.twoHolders)
+	if strings.Contains(fence.TwoHolders, "double-booked") || !strings.Contains(off.TwoHolders, "double-booked") {
+		t.Errorf("fence: %q, off: %q: only off double-books", fence.TwoHolders, off.TwoHolders)
 	}
 }
 
@@ -124,15 +124,15 @@ func TestRefusalsSayWhatTheTablesSay(t *testing.T) {
 // enforces cannot come apart. Every strategy is given a real locker.
 func TestCatalogueSafeIsTheServicesRule(t *testing.T) {
 	for _, s := range catalogue() {
-		t.Run(string(s.name), func(t *testing.T) {
+		t.Run(string(s.Name), func(t *testing.T) {
 			svc := reservation.NewService(memory.New(), reservation.Options{
-				Lockers: map[reservation.Strategy]reservation.SeatLocker{s.name: locking.Global()},
+				Lockers: map[reservation.Strategy]reservation.SeatLocker{s.Name: locking.Global()},
 			})
-			_, err := svc.CreateScreening(t.Context(), reservation.NewScreening{Movie: "M", Rows: 1, SeatsPerRow: 1, Lock: s.name})
+			_, err := svc.CreateScreening(t.Context(), reservation.NewScreening{Movie: "M", Rows: 1, SeatsPerRow: 1, Lock: s.Name})
 			switch {
-			case s.safe() && err != nil:
+			case s.Safe() && err != nil:
 				t.Errorf("safe in the catalogue, but refused outside demo mode: %v", err)
-			case !s.safe() && !errors.Is(err, reservation.ErrInvalid):
+			case !s.Safe() && !errors.Is(err, reservation.ErrInvalid):
 				t.Errorf("unsafe in the catalogue, but outside demo mode: %v, want ErrInvalid", err)
 			}
 		})
@@ -143,13 +143,13 @@ func TestCatalogueSafeIsTheServicesRule(t *testing.T) {
 // configuration knows, so that giving it offers the strategy; a strategy
 // that needs nothing is offered by the defaults.
 func TestCatalogueNeedsAreSettings(t *testing.T) {
-	all := config{DatabaseURL: "postgres://db/x", RedlockURLs: []string{"a", "b", "c"}, ZooKeeperServers: []string{"z:2181"}}
+	all := config{DatabaseURL: "postgres://db/x", RedlockURLs: []string{"a", "b", "c"}, ZooKeeperServers: []string{"z:2181"}, Demo: true}
 	for _, s := range catalogue() {
-		if !all.has(s.needs) {
-			t.Errorf("%s needs %q, which no setting of the configuration gives", s.name, s.needs)
+		if !all.has(s.Needs) {
+			t.Errorf("%s needs %q, which no setting of the configuration gives", s.Name, s.Needs)
 		}
-		if (config{}).has(s.needs) != (s.needs == "") {
-			t.Errorf("%s needs %q: an empty configuration has it = %v", s.name, s.needs, !(s.needs == ""))
+		if (config{}).has(s.Needs) != (s.Needs == "") {
+			t.Errorf("%s needs %q: an empty configuration has it = %v", s.Name, s.Needs, !(s.Needs == ""))
 		}
 	}
 }
@@ -178,7 +178,7 @@ func TestPostgresXactLeaseIsItsTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lease.Release(t.Context())
-	if _, ok := lease.(reservation.TxLease); !ok {
-		t.Errorf("the postgres-xact lease is a %T, not a reservation.TxLease", lease)
+	if lease.Tx() == nil {
+		t.Errorf("the postgres-xact lease (%T) hands the booking no transaction", lease)
 	}
 }

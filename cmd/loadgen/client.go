@@ -20,6 +20,15 @@ type screening struct {
 	Lock           string `json:"lock"`
 	Guard          string `json:"guard"`
 	PaymentDelayMS int64  `json:"payment_delay_ms"`
+	// Queue is the screening's waiting room (section 10 of the design);
+	// nil when it has none.
+	Queue *queueSettings `json:"queue,omitempty"`
+}
+
+// queueSettings are a waiting room's: how many buyers it admits a
+// second.
+type queueSettings struct {
+	AdmitPerS int `json:"admit_per_s"`
 }
 
 // capacity is how many seats the screening has.
@@ -28,13 +37,14 @@ func (s *screening) capacity() int { return s.Rows * s.SeatsPerRow }
 // createScreening is the body of POST /v1/screenings. The pointer and
 // omitempty fields are left out when not set, so the server's defaults apply.
 type createScreening struct {
-	Movie          string `json:"movie"`
-	Rows           int    `json:"rows"`
-	SeatsPerRow    int    `json:"seats_per_row"`
-	Lock           string `json:"lock,omitempty"`
-	Guard          string `json:"guard,omitempty"`
-	PaymentDelayMS *int64 `json:"payment_delay_ms,omitempty"`
-	HoldTTLMS      *int64 `json:"hold_ttl_ms,omitempty"`
+	Movie          string         `json:"movie"`
+	Rows           int            `json:"rows"`
+	SeatsPerRow    int            `json:"seats_per_row"`
+	Lock           string         `json:"lock,omitempty"`
+	Guard          string         `json:"guard,omitempty"`
+	PaymentDelayMS *int64         `json:"payment_delay_ms,omitempty"`
+	HoldTTLMS      *int64         `json:"hold_ttl_ms,omitempty"`
+	Queue          *queueSettings `json:"queue,omitempty"`
 }
 
 // seatState is one seat of GET /v1/screenings/{id}/seats.

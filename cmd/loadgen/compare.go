@@ -7,35 +7,45 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/seatlock/seatlock/reservation"
 )
 
 // strategy is one lock strategy and write guard that compare runs.
 type strategy struct{ lock, guard string }
 
-// safe reports whether the strategy must never double-book: everything but
-// no lock at all and a blind final write.
-func (s strategy) safe() bool { return s.lock != "none" && s.guard != "off" }
+// safe reports whether the strategy must never double-book, as
+// reservation's catalogue decides it.
+func (s strategy) safe() bool {
+	return reservation.Safe(reservation.Strategy(s.lock), reservation.Guard(s.guard))
+}
 
-// compareStrategies lists what compare runs, from the broken to the best:
-// each unsafe variant next to the safe one it breaks, then the other
-// backends. A strategy the servers do not offer (not in demo mode, or its
-// backend not configured) is shown as refused, with the server's reason.
-func compareStrategies() []strategy {
-	return []strategy{
-		{"none", "off"},
-		{"none", "fence"},
-		{"global", "fence"},
-		{"keyed", "off"},
-		{"keyed", "fence"},
-		{"redis", "off"},
-		{"redis", "fence"},
-		{"keyed+redis", "fence"},
-		{"postgres", "fence"},
-		{"postgres-xact", "fence"},
-		{"redlock", "fence"},
-		{"file", "fence"},
-		{"zookeeper", "fence"},
+// unguardedToo reports whether compare also runs strategy l with
+// guard=off, right before its fenced run: true for the ones whose lock a
+// fault or a second instance gets past, so that the blind write shows what
+// the fence stops.
+func unguardedToo(l reservation.Strategy) bool {
+	switch l {
+	case reservation.LockNone, reservation.LockKeyed, reservation.LockRedis:
+		return true
 	}
+	return false
+}
+
+// compareStrategies lists what compare runs, in the order of reservation's
+// catalogue, from the broken to the best: every strategy with the fence,
+// and each in unguardedToo with guard=off next to it. A strategy the
+// servers do not offer (not in demo mode, or its backend not configured)
+// is shown as refused, with the server's reason.
+func compareStrategies() []strategy {
+	var runs []strategy
+	for _, s := range reservation.Strategies() {
+		if unguardedToo(s.Name) {
+			runs = append(runs, strategy{string(s.Name), string(reservation.GuardOff)})
+		}
+		runs = append(runs, strategy{string(s.Name), string(reservation.GuardFence)})
+	}
+	return runs
 }
 
 // runCompare runs the scenario of cfg once per strategy, each on fresh

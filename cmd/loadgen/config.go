@@ -64,6 +64,14 @@ type config struct {
 	holdTTL      time.Duration // -hold-ttl: hold length of the created screening; 0 = the server's
 	faultsFile   string        // -faults: file of fault windows, read after the run; empty = none
 	thresholds   []thresholdSpec
+
+	// The onsale scenario (onsale.go): buyers (0 = ten per seat)
+	// arriving within spike, a waiting room admitting queueRate a second
+	// (0 = none) on a screening of rows x seatsPerRow.
+	buyers            int
+	spike             time.Duration
+	queueRate         int
+	rows, seatsPerRow int
 }
 
 // usageError is a problem with how loadgen was called or with reaching the
@@ -124,15 +132,18 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 	// whichever comes first.
 	cfg.stopByRequests = cfg.duration == 0 || set["requests"]
 	cfg.paymentDelay, cfg.hasPaymentDelay = raw.paymentDelay.d, raw.paymentDelay.set
-	if cfg.scenario == scenarioHold && !set["hold-ttl"] {
+	if (cfg.scenario == scenarioHold || cfg.scenario == scenarioOnSale) && !set["hold-ttl"] {
 		cfg.holdTTL = defaultHoldTTL
 	}
 	cfg.thresholds = raw.thresholds()
 	switch {
 	case set["settle-wait"] && cfg.payments == "":
 		return config{}, usagef("-settle-wait: needs -payments, the provider whose ledger it waits for")
-	case set["abandon"] && cfg.scenario != scenarioHold:
-		return config{}, usagef("-abandon: only the hold scenario abandons holds, not %s", cfg.scenario)
+	case set["abandon"] && cfg.scenario != scenarioHold && cfg.scenario != scenarioOnSale:
+		return config{}, usagef("-abandon: only the hold and onsale scenarios abandon holds, not %s", cfg.scenario)
+	}
+	if err := onsaleFlags(&cfg, raw.layout, set); err != nil {
+		return config{}, err
 	}
 
 	var err error
@@ -158,6 +169,7 @@ func parseFlags(name string, args []string, getenv func(string) string, stderr i
 // rawFlags are the flags whose values parseFlags turns into cfg's.
 type rawFlags struct {
 	targets      string
+	layout       string
 	paymentDelay optionalDuration
 	thresholds   func() []thresholdSpec
 }
@@ -167,7 +179,7 @@ type rawFlags struct {
 func declareFlags(fs *flag.FlagSet, cfg *config, getenv func(string) string) *rawFlags {
 	raw := &rawFlags{}
 	fs.StringVar(&raw.targets, "targets", "http://127.0.0.1:8080", "comma-separated API base URLs; requests are spread round-robin")
-	fs.StringVar(&cfg.scenario, "scenario", scenarioHot, "hot, spread, mixed, multi, best, hold, or healthz (calibration: GET /healthz, no verification)")
+	fs.StringVar(&cfg.scenario, "scenario", scenarioHot, "hot, spread, mixed, multi, best, hold, onsale, or healthz (calibration: GET /healthz, no verification)")
 	fs.IntVar(&cfg.clients, "clients", 64, "concurrent clients (closed loop); with -rate, the most requests in flight")
 	fs.Float64Var(&cfg.rate, "rate", 0, "requests per second, open loop (0 = closed loop)")
 	fs.IntVar(&cfg.requests, "requests", 2000, "stop after this many requests")
@@ -189,6 +201,10 @@ func declareFlags(fs *flag.FlagSet, cfg *config, getenv func(string) string) *ra
 	fs.Float64Var(&cfg.abandon, "abandon", 0.1, "hold: share of holds never confirmed, 0 to 1 (the payer walks away)")
 	fs.DurationVar(&cfg.holdTTL, "hold-ttl", 0, "hold length of the created screening (default: 5s for hold, else the server's)")
 	fs.StringVar(&cfg.faultsFile, "faults", "", "file of fault windows, one JSON line each ({\"name\",\"start\",\"end\"}, RFC 3339), appended by whoever injects faults; read after the run and marked on its timeline")
+	fs.IntVar(&cfg.buyers, "buyers", 0, "onsale: buyers arriving (default 10 per seat of the screening)")
+	fs.DurationVar(&cfg.spike, "spike", 2*time.Second, "onsale: the buyers arrive evenly within this long")
+	fs.IntVar(&cfg.queueRate, "queue-rate", 0, "onsale: create the screening with a waiting room admitting this many buyers a second (0 = no waiting room: every buyer races for holds)")
+	fs.StringVar(&raw.layout, "layout", defaultLayout, "onsale: rows x seats per row of the created screening")
 	fs.IntVar(&cfg.watchers, "watchers", 0, "open this many seat-map event streams on the run's screenings during the run, and count their events")
 	raw.thresholds = thresholdFlags(fs)
 	if fs.Name() == "loadgen compare" {
@@ -200,9 +216,9 @@ func declareFlags(fs *flag.FlagSet, cfg *config, getenv func(string) string) *ra
 // validate checks the values that flag parsing alone cannot.
 func (c *config) validate() error {
 	switch c.scenario {
-	case scenarioHot, scenarioSpread, scenarioMixed, scenarioMulti, scenarioHealthz, scenarioHold, scenarioBest:
+	case scenarioHot, scenarioSpread, scenarioMixed, scenarioMulti, scenarioHealthz, scenarioHold, scenarioBest, scenarioOnSale:
 	default:
-		return usagef("-scenario %q: want hot, spread, mixed, multi, best, hold or healthz", c.scenario)
+		return usagef("-scenario %q: want hot, spread, mixed, multi, best, hold, onsale or healthz", c.scenario)
 	}
 	switch {
 	case c.clients < 1:
@@ -227,7 +243,7 @@ func (c *config) validate() error {
 		return usagef("-abandon %v: want a share from 0 to 1", c.abandon)
 	case c.holdTTL != 0 && (c.holdTTL < time.Second || c.holdTTL > time.Hour):
 		return usagef("-hold-ttl %v: want 1s to 1h", c.holdTTL)
-	case c.rate > 0 && (c.scenario == scenarioHold || c.scenario == scenarioBest):
+	case c.rate > 0 && (c.scenario == scenarioHold || c.scenario == scenarioBest || c.scenario == scenarioOnSale):
 		return usagef("-rate: the %s scenario runs closed loop only", c.scenario)
 	case c.watchers > 0 && c.scenario == scenarioHealthz:
 		return usagef("-watchers: the healthz scenario has no screening to watch")

@@ -26,7 +26,8 @@ type record struct {
 	done     time.Duration // just after its answer was read
 
 	answer
-	ticket *holdRun // what a request of hold or best did beyond its answer; nil for the others
+	ticket *holdRun  // what a request of hold, best or onsale did beyond its answer; nil for the others
+	buyer  *buyerRun // the buyer of onsale whose hold request this is; nil for the others
 }
 
 // confirmed reports whether the server booked the seats (201).

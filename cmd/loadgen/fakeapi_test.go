@@ -43,6 +43,10 @@ type fakeAPI struct {
 	// chargeTwice makes every n-th charge go through twice: a charge that
 	// nobody booked or refunded, which the ledger must catch.
 	chargeTwice int64
+	// jumpQueue lets every second buyer who joins a waiting room in at
+	// once, ahead of those who joined before: unfair admission, which
+	// loadgen must see as FIFO inversions.
+	jumpQueue bool
 
 	// mu protects everything below. The safe path holds it from the check
 	// to the write, which makes it the "global" strategy: correct, never
@@ -51,6 +55,7 @@ type fakeAPI struct {
 	screenings map[string]*fakeScreening
 	bookings   map[string]booking
 	holds      map[string]*fakeHold
+	entries    map[string]*fakeEntry // queue entries by id
 	nextID     int
 	calls      int64
 	charged    int64
@@ -60,6 +65,7 @@ type fakeScreening struct {
 	screening
 	holdTTL time.Duration
 	seats   map[string]string // seat id -> booking id
+	queue   *fakeQueue        // nil without a waiting room
 }
 
 func newFakeAPI(t *testing.T, f *fakeAPI) string {
@@ -74,6 +80,7 @@ func (f *fakeAPI) handler() http.Handler {
 	f.screenings = map[string]*fakeScreening{}
 	f.bookings = map[string]booking{}
 	f.holds = map[string]*fakeHold{}
+	f.entries = map[string]*fakeEntry{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -85,6 +92,8 @@ func (f *fakeAPI) handler() http.Handler {
 	mux.HandleFunc("GET /v1/bookings/{id}", f.getBooking)
 	mux.HandleFunc("POST /v1/screenings/{id}/holds", f.hold)
 	mux.HandleFunc("POST /v1/holds/{id}/confirm", f.confirm)
+	mux.HandleFunc("POST /v1/screenings/{id}/queue", f.joinQueue)
+	mux.HandleFunc("GET /v1/queue/{id}", f.getEntry)
 	return mux
 }
 
@@ -131,7 +140,11 @@ func (f *fakeAPI) createScreening(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.nextID++
 	s.ID = fmt.Sprintf("s%d", f.nextID)
-	f.screenings[s.ID] = &fakeScreening{screening: s, holdTTL: holdTTL, seats: map[string]string{}}
+	fs := &fakeScreening{screening: s, holdTTL: holdTTL, seats: map[string]string{}}
+	if req.Queue != nil {
+		fs.Queue, fs.queue = req.Queue, &fakeQueue{rate: req.Queue.AdmitPerS}
+	}
+	f.screenings[s.ID] = fs
 	f.mu.Unlock()
 	writeJSON(w, http.StatusCreated, s)
 }

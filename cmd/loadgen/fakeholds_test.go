@@ -17,9 +17,10 @@ import (
 // fakeHold is a hold of the fake API.
 type fakeHold struct {
 	holdAnswer
-	screening string
-	customer  string
-	confirmed *booking
+	screening   string
+	customer    string
+	confirmed   *booking
+	confirmedAt time.Time // when confirmed was made
 }
 
 // heldLocked reports whether a live hold covers seat. The caller holds
@@ -94,6 +95,10 @@ func (f *fakeAPI) hold(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", nil)
 		return
 	}
+	if !f.admittedLocked(s, r) {
+		writeError(w, http.StatusForbidden, "not_admitted", nil)
+		return
+	}
 	seats := f.bestLocked(s, req.Count)
 	if seats == nil {
 		writeError(w, http.StatusConflict, "sold_out", nil)
@@ -122,6 +127,10 @@ func (f *fakeAPI) confirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.confirmed == nil {
+		// The booking is made at the instant the expiry was checked:
+		// the charge in writeLocked takes time, but under f.mu nothing
+		// else can take the seats meanwhile.
+		h.confirmedAt = time.Now()
 		b, err := f.writeLocked(r.Context(), f.screenings[h.screening], h.Seats, h.customer)
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, "unavailable", nil)
@@ -132,5 +141,5 @@ func (f *fakeAPI) confirm(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, struct {
 		booking
 		CreatedAt time.Time `json:"created_at"`
-	}{*h.confirmed, time.Now()})
+	}{*h.confirmed, h.confirmedAt})
 }

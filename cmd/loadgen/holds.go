@@ -127,10 +127,10 @@ func (s *ticketSender) send(ctx context.Context, start time.Time, target string,
 	r.sent = time.Since(start)
 	if s.scenario == scenarioBest {
 		var b booking
-		r.answer = s.client.ticket(ctx, target+"/v1/screenings/"+s.screening+"/bookings", n, r.customer, &b)
+		r.answer = s.client.ticket(ctx, target+"/v1/screenings/"+s.screening+"/bookings", n, r.customer, "", &b)
 		r.booking = b
 	} else {
-		r.answer = s.client.ticket(ctx, target+"/v1/screenings/"+s.screening+"/holds", n, r.customer, &r.ticket.hold)
+		r.answer = s.client.ticket(ctx, target+"/v1/screenings/"+s.screening+"/holds", n, r.customer, "", &r.ticket.hold)
 	}
 	r.done = time.Since(start)
 	if r.confirmed() && s.scenario == scenarioHold {
@@ -244,15 +244,16 @@ func waitForExpiry(ctx context.Context, records []record) bool {
 	return ctx.Err() == nil
 }
 
-// checkTickets reads the final seat map of a hold or best run and checks
-// it against the abandoned holds and the sold-out answers.
-func checkTickets(ctx context.Context, c *client, target string, s *screening, hc *holdCounts, scenario string, records []record) error {
+// checkTickets reads the final seat map of a hold, best or onsale run,
+// checks it against the abandoned holds and the sold-out answers, and
+// returns it.
+func checkTickets(ctx context.Context, c *client, target string, s *screening, hc *holdCounts, scenario string, records []record) ([]seatState, error) {
 	statuses, err := c.seats(ctx, target, s.ID)
 	if err != nil {
-		return fmt.Errorf("reading the final seat map: %w", err)
+		return nil, fmt.Errorf("reading the final seat map: %w", err)
 	}
 	checkFinal(hc, scenario, records, statuses)
-	return nil
+	return statuses, nil
 }
 
 // checkFinal checks the final seat map against the abandoned holds and the
@@ -288,26 +289,33 @@ func checkFinal(hc *holdCounts, scenario string, records []record, seats []seatS
 }
 
 // ticket asks for the best n seats side by side (a booking or a hold,
-// by url) and decodes a 201 into out.
-func (c *client) ticket(ctx context.Context, url string, n int, customer string, out any) answer {
+// by url) and decodes a 201 into out. token is the queue token of an
+// admitted buyer (onsale), or empty.
+func (c *client) ticket(ctx context.Context, url string, n int, customer, token string, out any) answer {
 	body := struct {
 		Count    int    `json:"count"`
 		Adjacent bool   `json:"adjacent"`
 		Customer string `json:"customer"`
 	}{n, n > 1, customer}
-	return c.post(ctx, url, body, "", out)
+	return c.post(ctx, url, body, token, out)
 }
 
 // post sends one POST (with a bearer token when given) and returns the
 // answer, a 201 decoded into out. It never fails: whatever happened is in
 // the answer, because every outcome has to be counted.
 func (c *client) post(ctx context.Context, url string, in any, token string, out any) answer {
+	return c.call(ctx, http.MethodPost, url, in, token, http.StatusCreated, out)
+}
+
+// call sends one request (with a bearer token when given) and returns the
+// answer, decoding the body into out when the status is want.
+func (c *client) call(ctx context.Context, method, url string, in any, token string, want int, out any) answer {
 	var body io.Reader
 	if in != nil {
 		data, _ := json.Marshal(in)
 		body = bytes.NewReader(data)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
 		return answer{err: err}
 	}
@@ -327,9 +335,9 @@ func (c *client) post(ctx context.Context, url string, in any, token string, out
 		return answer{err: err}
 	}
 	a := answer{status: resp.StatusCode}
-	if resp.StatusCode == http.StatusCreated {
+	if resp.StatusCode == want {
 		if err := json.Unmarshal(data, out); err != nil {
-			return answer{err: fmt.Errorf("201 without a readable body: %s", truncate(data))}
+			return answer{err: fmt.Errorf("%d without a readable body: %s", want, truncate(data))}
 		}
 		return a
 	}

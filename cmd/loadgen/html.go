@@ -424,6 +424,15 @@ func timelinePanels(tl *timeline) []timelinePanel {
 			{"overlaps", "#9467bd", func(b bucket) float64 { return float64(*b.Overlaps) }},
 		}})
 	}
+	if len(tl.Buckets) > 0 && tl.Buckets[0].Waiting != nil {
+		panels = append(panels,
+			timelinePanel{title: "waiting room: buyers waiting", unit: "buyers", lines: true, series: []timelineSeries{
+				{"waiting", "#8c564b", func(b bucket) float64 { return float64(*b.Waiting) }},
+			}},
+			timelinePanel{title: "waiting room: admitted per bucket", series: []timelineSeries{
+				{"admitted", "#17becf", func(b bucket) float64 { return float64(*b.Admitted) }},
+			}})
+	}
 	return panels
 }
 
@@ -433,6 +442,24 @@ func rate(b bucket, n int) float64 {
 		return 0
 	}
 	return b.ThroughputRPS * float64(n) / float64(b.Requests)
+}
+
+// panelPeak is the highest value a panel shows: of one series for lines,
+// of the stacked series for bars.
+func panelPeak(panel timelinePanel, tl *timeline) float64 {
+	peak := 0.0
+	for _, bk := range tl.Buckets {
+		sum := 0.0
+		for _, s := range panel.series {
+			if panel.lines {
+				peak = max(peak, s.value(bk))
+			} else {
+				sum += s.value(bk)
+			}
+		}
+		peak = max(peak, sum)
+	}
+	return peak
 }
 
 // timelinePlot draws the run over time: one panel per figure on a shared
@@ -452,19 +479,7 @@ func timelinePlot(b *strings.Builder, name string, tl *timeline) {
 	}
 	for p, panel := range panels {
 		top := float64(tlPadT + p*(tlPanelH+tlGap) + tlGap - 10)
-		peak := 0.0
-		for _, bk := range tl.Buckets {
-			sum := 0.0
-			for _, s := range panel.series {
-				if panel.lines {
-					peak = max(peak, s.value(bk))
-				} else {
-					sum += s.value(bk)
-				}
-			}
-			peak = max(peak, sum)
-		}
-		ceil := niceCeil(peak)
+		ceil := niceCeil(panelPeak(panel, tl))
 		y := func(v float64) float64 { return top + tlPanelH - v/ceil*tlPanelH }
 		fmt.Fprintf(b, `<text x="%d" y="%.1f" font-weight="600">%s</text>`, tlPadL, top-6, esc(panel.title))
 		legendX := tlW - tlPadR

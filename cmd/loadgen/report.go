@@ -68,6 +68,8 @@ type report struct {
 
 	// Holds are the figures of the hold and best scenarios (holds.go).
 	Holds *holdCounts `json:"holds,omitempty"`
+	// OnSale are the figures of the onsale scenario (onsalereport.go).
+	OnSale *onsaleCounts `json:"onsale,omitempty"`
 	// Timeline is the run over time, with the fault windows of -faults.
 	Timeline *timeline `json:"timeline,omitempty"`
 
@@ -128,25 +130,9 @@ func (r *report) summarize(records []record, wall time.Duration) {
 		if hist.RecordValue(us) != nil {
 			_ = hist.RecordValue(hist.HighestTrackableValue())
 		}
-		switch {
-		case rec.confirmed():
-			r.Succeeded++
+		r.count(rec)
+		if rec.confirmed() {
 			confirmedTime += rec.done - rec.sent
-		case rec.status == http.StatusConflict:
-			r.Conflicts++
-		default:
-			r.Errors++
-		}
-		if rec.ambiguous() {
-			r.Ambiguous++
-		}
-		if rec.status == 0 {
-			r.ByStatus["no_answer"]++
-		} else {
-			r.ByStatus[strconv.Itoa(rec.status)]++
-		}
-		if !rec.confirmed() {
-			r.ByCode[errorCode(rec)]++
 		}
 	}
 	ms := func(us int64) float64 { return float64(us) / 1000 }
@@ -175,6 +161,29 @@ func (r *report) summarize(records []record, wall time.Duration) {
 		if r.Succeeded > 0 {
 			r.Parallelism = r.ConfirmedRPS * (confirmedTime / time.Duration(r.Succeeded)).Seconds()
 		}
+	}
+}
+
+// count adds the outcome of one request to the counts.
+func (r *report) count(rec *record) {
+	switch {
+	case rec.confirmed():
+		r.Succeeded++
+	case rec.status == http.StatusConflict:
+		r.Conflicts++
+	default:
+		r.Errors++
+	}
+	if rec.ambiguous() {
+		r.Ambiguous++
+	}
+	if rec.status == 0 {
+		r.ByStatus["no_answer"]++
+	} else {
+		r.ByStatus[strconv.Itoa(rec.status)]++
+	}
+	if !rec.confirmed() {
+		r.ByCode[errorCode(rec)]++
 	}
 }
 
@@ -238,6 +247,9 @@ func writeText(w io.Writer, r *report) error {
 	}
 	if h := r.Holds; h != nil {
 		writeHolds(row, h)
+	}
+	if o := r.OnSale; o != nil {
+		writeOnSale(row, o)
 	}
 	row("double-booked seats", "%d", r.DoubleBookedSeats)
 	row("lost bookings", "%d", r.LostBookings)

@@ -97,6 +97,7 @@ type scenarioRun struct {
 	runID  string // makes the run's customer names unique across runs
 
 	newSender func(c int) sender // the sender of client c
+	onsale    *onsale            // the buyers' shared state, in onsale; nil in the others
 }
 
 // prepareRun prepares the screenings and the senders of cfg's scenario
@@ -119,15 +120,30 @@ func prepareRun(ctx context.Context, c *client, cfg config) (*scenarioRun, error
 	if sr.seed == 0 {
 		sr.seed = mathrand.Uint64()
 	}
+	if cfg.scenario == scenarioOnSale {
+		sr.onsale = newOnsale(c, sr.first, sr.before, &sr.cfg, sr.runID)
+	}
 	if sr.newSender, err = sr.senders(); err != nil {
 		return nil, err
 	}
 	return sr, nil
 }
 
-// tickets reports whether the run is of a ticketing scenario (holds.go).
+// tickets reports whether the run is of a ticketing scenario (holds.go,
+// onsale.go).
 func (sr *scenarioRun) tickets() bool {
-	return sr.cfg.scenario == scenarioHold || sr.cfg.scenario == scenarioBest
+	switch sr.cfg.scenario {
+	case scenarioHold, scenarioBest, scenarioOnSale:
+		return true
+	}
+	return false
+}
+
+// holdsPaidByClient reports whether the run's buyers hold seats and pay on
+// their own side before confirming: the screening's payment delay is then
+// not the payment's, and the API charges at the confirm.
+func (sr *scenarioRun) holdsPaidByClient() bool {
+	return sr.cfg.scenario == scenarioHold || sr.cfg.scenario == scenarioOnSale
 }
 
 // senders returns what makes the sender of each client: a booking of the
@@ -135,6 +151,9 @@ func (sr *scenarioRun) tickets() bool {
 // scenarios, which keeps per client what the sold-out answers taught it.
 func (sr *scenarioRun) senders() (func(int) sender, error) {
 	cfg := sr.cfg
+	if sr.onsale != nil {
+		return func(int) sender { return sr.onsale }, nil
+	}
 	if sr.tickets() {
 		return func(int) sender {
 			return &ticketSender{client: sr.c, scenario: cfg.scenario, screening: sr.first.ID, targets: cfg.targets,
@@ -244,6 +263,10 @@ func (sr *scenarioRun) load(ctx context.Context, p progress) ([]record, time.Tim
 func (sr *scenarioRun) verify(ctx context.Context, obs *observers, records []record, start time.Time, wall time.Duration) (*report, error) {
 	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout+sr.cfg.settleWait)
 	defer cancel()
+	buyers := records
+	if sr.onsale != nil {
+		records = holdAttempts(buyers)
+	}
 	bookings, holds := records, (*holdCounts)(nil)
 	if sr.tickets() {
 		bookings, holds = ticketBookings(vctx, sr.cfg.scenario, records)
@@ -252,8 +275,9 @@ func (sr *scenarioRun) verify(ctx context.Context, obs *observers, records []rec
 	if err != nil {
 		return nil, fmt.Errorf("reading the final seat map: %w", err)
 	}
+	var statuses []seatState
 	if holds != nil {
-		if err := checkTickets(vctx, sr.c, sr.setup, sr.first, holds, sr.cfg.scenario, records); err != nil {
+		if statuses, err = checkTickets(vctx, sr.c, sr.setup, sr.first, holds, sr.cfg.scenario, records); err != nil {
 			return nil, err
 		}
 	}
@@ -262,6 +286,9 @@ func (sr *scenarioRun) verify(ctx context.Context, obs *observers, records []rec
 	rep := sr.newReport(records, wall)
 	rep.counts = count(bookings, sr.before, final.seats, owners)
 	rep.Holds = holds
+	if sr.onsale != nil {
+		rep.OnSale = onsaleFigures(sr.onsale, buyers, statuses, wall)
+	}
 	rep.Watchers, rep.EventsReceived, rep.WatchersCut = sr.cfg.watchers, obs.events, obs.cut
 
 	// Charges for bookings that were overwritten never balance: the
@@ -277,6 +304,9 @@ func (sr *scenarioRun) verify(ctx context.Context, obs *observers, records []rec
 	if rep.Timeline, err = runTimeline(sr.cfg, records, start, wall, samples); err != nil {
 		return nil, err
 	}
+	if sr.onsale != nil && sr.onsale.queued {
+		addQueue(rep.Timeline, buyers)
+	}
 	lin := checkLinearizable(histories(bookings, sr.before, final, owners), sr.cfg.checkTimeout)
 	rep.Linearizable, rep.NonLinearizableSeats = lin.verdict, lin.seats
 	return rep, nil
@@ -290,10 +320,10 @@ func (sr *scenarioRun) newReport(records []record, wall time.Duration) *report {
 	for _, s := range sr.pool.all() {
 		rep.Screenings = append(rep.Screenings, s.ID)
 	}
-	// In hold, parallelism is over the critical sections of the hold
-	// requests, which pay nothing inside the lock.
+	// In hold and onsale, parallelism is over the critical sections of
+	// the hold requests, which pay nothing inside the lock.
 	rep.summarize(records, wall)
-	if sr.cfg.scenario == scenarioHold {
+	if sr.holdsPaidByClient() {
 		rep.PaymentDelayMS = sr.cfg.paymentDelay.Milliseconds() // paid on the client's side
 	}
 	return rep
@@ -313,7 +343,7 @@ func (sr *scenarioRun) payments(ctx context.Context, obs *observers, start time.
 			return confirmedBookings(snap.seats, sr.before), err
 		},
 	}
-	if sr.cfg.scenario == scenarioHold {
+	if sr.holdsPaidByClient() {
 		reads.notCharging = notChargingHold
 	}
 	paid, err := settleLedger(ctx, reads, obs.paidBefore, wait)
@@ -367,7 +397,14 @@ func prepareScreening(ctx context.Context, c *client, target string, cfg config)
 		Lock:        cfg.lock,
 		Guard:       cfg.guard,
 	}
-	if cfg.hasPaymentDelay && cfg.scenario != scenarioHold { // hold pays on the client's side
+	paidByClient := cfg.scenario == scenarioHold || cfg.scenario == scenarioOnSale
+	if cfg.scenario == scenarioOnSale {
+		req.Rows, req.SeatsPerRow = cfg.rows, cfg.seatsPerRow
+		if cfg.queueRate > 0 {
+			req.Queue = &queueSettings{AdmitPerS: cfg.queueRate}
+		}
+	}
+	if cfg.hasPaymentDelay && !paidByClient { // hold and onsale pay on the client's side
 		ms := cfg.paymentDelay.Milliseconds()
 		req.PaymentDelayMS = &ms
 	}

@@ -54,6 +54,11 @@ type bucket struct {
 	// seat was in progress, as the provider's counts grew between two
 	// polls; only with -payments.
 	Overlaps *int64 `json:"overlaps,omitempty"`
+	// Waiting are the buyers in the waiting room at the end of the
+	// bucket, and Admitted those admitted during it; only in onsale on a
+	// screening with a waiting room.
+	Waiting  *int `json:"waiting,omitempty"`
+	Admitted *int `json:"admitted,omitempty"`
 }
 
 // faultWindow is a fault as an interval of the run, in seconds from its

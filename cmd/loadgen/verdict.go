@@ -47,6 +47,7 @@ var harmKinds = []harmKind{
 	{"confirmed_after_expiry", "CONFIRMED AFTER EXPIRY", "confirm", true},
 	{"abandoned_seats_not_freed", "ABANDONED NOT FREED", "seat", true},
 	{"sold_out_with_free_seats", "SOLD OUT WITH FREE SEATS", "seat", true},
+	{"over_capacity", "CONFIRMED OVER CAPACITY", "seat", true},
 	{"ledger_diff", "LEDGER OFF", "charge", true},
 	{"not_charged", "NOT CHARGED", "confirmed booking", true},
 	{"overlaps", "OVERLAPS", "charge", false},
@@ -54,6 +55,7 @@ var harmKinds = []harmKind{
 	{"refused_stale", "REFUSED STALE", "charge", false},
 	{"errors", "ERRORS", "request", false},
 	{"confirm_errors", "CONFIRM ERRORS", "confirm", false},
+	{"fifo_inversions", "FIFO INVERSIONS", "buyer", false},
 	{"non_linearizable_seats", "NOT LINEARIZABLE", "seat", false},
 }
 
@@ -71,6 +73,10 @@ func (r *report) figures() map[string]int64 {
 		f["abandoned_seats_not_freed"] = int64(h.AbandonedSeatsNotFreed)
 		f["sold_out_with_free_seats"] = int64(h.SoldOutWithFreeSeats)
 		f["confirm_errors"] = int64(h.ConfirmErrors)
+	}
+	if o := r.OnSale; o != nil {
+		f["over_capacity"] = int64(o.OverCapacity)
+		f["fifo_inversions"] = int64(o.FIFOInversions)
 	}
 	if p := r.Payments; p != nil {
 		f["overlaps"], f["refunds"], f["refused_stale"] = p.Overlaps, p.Refunds, p.RefusedStale
@@ -218,7 +224,7 @@ func (r *report) describe(h harm) string {
 		return "LEDGER OFF (" + p.Ledger + ")"
 	case h.Figure == "not_charged":
 		why := "is PAYMENT_URL set on them?"
-		if r.Scenario == scenarioHold {
+		if r.Scenario == scenarioHold || r.Scenario == scenarioOnSale {
 			why = "is PAYMENT_URL set on them, and do they charge when a hold is confirmed?"
 		}
 		return fmt.Sprintf("NOT CHARGED (%s: the APIs are not charging through this provider; %s)", plural(h.Count, "confirmed booking"), why)
@@ -250,6 +256,11 @@ func (r *report) cleanMeans() string {
 		s += "; no confirm after its hold expired, no confirm error, and every abandoned hold's seats freed"
 	case r.Scenario == scenarioBest:
 		s += "; no sold out while seats were free"
+	case r.Scenario == scenarioOnSale:
+		s += "; no confirm after its hold expired, no confirm error, every abandoned hold's seats freed, no more seats confirmed than the screening has"
+		if r.OnSale != nil && r.OnSale.QueueAdmitPerS > 0 {
+			s += ", and no buyer admitted before one who joined the queue earlier"
+		}
 	}
 	if r.Payments != nil {
 		s += "; no overlapping charge, no refund and no stale charge refused, and charges − refunds = confirmed bookings"

@@ -13,6 +13,9 @@ func setHarm(r *report, figure string, n int) {
 	if r.Payments == nil {
 		r.Payments = &paymentCounts{}
 	}
+	if r.OnSale == nil {
+		r.OnSale = &onsaleCounts{}
+	}
 	switch figure {
 	case "double_booked_seats":
 		r.DoubleBookedSeats = n
@@ -26,6 +29,10 @@ func setHarm(r *report, figure string, n int) {
 		r.Holds.AbandonedSeatsNotFreed = n
 	case "sold_out_with_free_seats":
 		r.Holds.SoldOutWithFreeSeats = n
+	case "over_capacity":
+		r.OnSale.OverCapacity = n
+	case "fifo_inversions":
+		r.OnSale.FIFOInversions = n
 	case "overlaps":
 		r.Payments.Overlaps = int64(n)
 	case "refunds":

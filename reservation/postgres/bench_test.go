@@ -16,8 +16,8 @@ import (
 // benchScreening opens a store on a fresh database with one fenced
 // screening, whose seats the benchmarks name themselves (the store checks
 // only that the screening exists).
-func benchScreening(b *testing.B) (*postgres.Store, reservation.Screening) {
-	store := open(b, testenv.NewDatabase(b))
+func benchScreening(b *testing.B) (*postgres.GroupCommit, reservation.Screening) {
+	store := openGrouped(b, testenv.NewDatabase(b))
 	sc := reservation.Screening{ID: "bench", Movie: "M", StartsAt: time.Now(), Rows: 1, SeatsPerRow: 1,
 		Lock: reservation.LockRedis, Guard: reservation.GuardFence}
 	if err := store.CreateScreening(b.Context(), sc); err != nil {

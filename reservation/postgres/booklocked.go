@@ -25,7 +25,7 @@ const rollbackTimeout = 5 * time.Second
 // advisory lock (pg_advisory_xact_lock, see pglock.XactLock) on every seat
 // in it, in one order, so that two bookings with overlapping seats cannot
 // deadlock. The lease it returns is that transaction, a
-// reservation.TxLease: the booking reads its seats through it, and its
+// lease whose Tx is itself: the booking reads its seats through it, and its
 // Book writes the booking with the statements of Store.Book and commits,
 // releasing the locks. Lock and write commit or roll back together: there
 // is no lease to run out, no watchdog, and no fencing token to check.
@@ -183,7 +183,10 @@ type lockedTx struct {
 // free gives the transaction's slot back, once it has ended.
 func (t *lockedTx) free() { t.freed.Do(func() { <-t.slots }) }
 
-var _ reservation.TxLease = (*lockedTx)(nil)
+var (
+	_ reservation.SeatLease = (*lockedTx)(nil)
+	_ reservation.Tx        = (*lockedTx)(nil)
+)
 
 // Fence returns 0: the lock cannot be lost without the transaction, so the
 // write needs no fencing token.
@@ -191,6 +194,9 @@ func (*lockedTx) Fence(string) int64 { return 0 }
 
 // Lost returns nil: the lock cannot be lost while the transaction lives.
 func (*lockedTx) Lost() <-chan struct{} { return nil }
+
+// Tx returns the transaction itself: the booking reads and writes in it.
+func (t *lockedTx) Tx() reservation.Tx { return t }
 
 // Release rolls the transaction back, which releases the locks; after Book
 // it has nothing to do. The request may be cancelled, so the rollback has

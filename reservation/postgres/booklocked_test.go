@@ -171,8 +171,8 @@ func bookPair(ctx context.Context, store *postgres.Store, screeningID string, se
 	if err != nil {
 		return false, err
 	}
-	tx := lease.(reservation.TxLease)
-	defer tx.Release(ctx)
+	tx := lease.Tx()
+	defer lease.Release(ctx)
 	taken, held, err := tx.SeatsInUse(ctx, screeningID, seats)
 	if err != nil || len(taken)+len(held) > 0 {
 		return false, err

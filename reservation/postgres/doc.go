@@ -51,7 +51,7 @@
 //
 // Store.XactLocker is the seat locker of strategy postgres-xact: it opens a
 // transaction that first takes pg_advisory_xact_lock on every seat, and
-// hands the booking that transaction as its lease (a reservation.TxLease).
+// hands the booking that transaction as its lease (its Tx).
 // The seats are read and the booking written through that transaction, and
 // its commit releases the locks: lock and write succeed or fail together, so
 // nothing can run out before the write and it needs no fencing token. A cancelled
@@ -72,11 +72,12 @@
 //
 // # Group commit
 //
-// Bookings are not alone under load. Those that come while a batch is on
-// the wire queue up and go out together as the next batch (a second goes
-// out beside the first only once secondBatchAt wait): one statement, one
-// round trip, one transaction and one commit for all of them (committer,
-// groupcommit.go, explains it whole). The statement calls book_batch
+// GroupCommit is a layer over the plain Store (NewGroupCommit): under
+// load, bookings are not alone. Those that come while a batch is on the
+// wire queue up and go out together as the next batch (a second goes out
+// beside the first only once secondBatchAt wait): one statement, one round
+// trip, one transaction and one commit for all of them (groupcommit.go
+// explains it whole). The statement calls book_batch
 // (migration 0005), which takes the bookings as arrays and runs each as
 // book_seats in a subtransaction that undoes only its own writes when
 // refused and reports why, as one row per booking. Every caller gets its

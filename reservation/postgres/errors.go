@@ -91,7 +91,7 @@ func unavailable(err error) bool {
 			pgErr.Code == "57P03" || // cannot_connect_now: starting up or shutting down
 			pgErr.Code == "57P05" || // idle_session_timeout
 			// deadlock_detected: a booking of a batch chosen as the victim
-			// every time it was sent (see committer); worth a retry later
+			// every time it was sent (see GroupCommit); worth a retry later
 			pgErr.Code == "40P01"
 	}
 	var netErr net.Error

@@ -38,7 +38,7 @@ func admin(t *testing.T, dbURL string) *pgx.Conn {
 }
 
 // faultScreening stores a small screening to book on.
-func faultScreening(t *testing.T, store *postgres.Store, lock reservation.Strategy) reservation.Screening {
+func faultScreening(t *testing.T, store reservation.Store, lock reservation.Strategy) reservation.Screening {
 	t.Helper()
 	sc := reservation.Screening{ID: uuid.NewString(), Movie: "Rope", StartsAt: time.Now(), Rows: 1, SeatsPerRow: 4,
 		Lock: lock, Guard: reservation.GuardFence}
@@ -67,8 +67,8 @@ func bookXact(ctx context.Context, store *postgres.Store, w reservation.Write, w
 	if err != nil {
 		return err
 	}
-	tx := lease.(reservation.TxLease)
-	defer tx.Release(ctx)
+	tx := lease.Tx()
+	defer lease.Release(ctx)
 	if between != nil {
 		between(ctx)
 	}

@@ -3,27 +3,26 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
+
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seatlock/seatlock/reservation"
 )
 
-// committer writes the bookings of concurrent callers together ("group
-// commit"): many bookings share one round trip, one transaction and one
+// GroupCommit is a Store whose Book writes the bookings of concurrent
+// callers together ("group commit"): many bookings share one round trip, one transaction and one
 // COMMIT (one WAL flush) instead of paying for one each. It is the
 // database's counterpart of distlock's batcher, which shares Redis round
 // trips the same way.
 //
 // Nothing waits to fill a batch. A booking that finds no batch on the wire
 // is sent at once, alone, as the one statement book_seats, exactly as
-// without a committer. Bookings that come while a batch is on the wire
+// the plain Store sends it. Bookings that come while a batch is on the wire
 // queue up, and when it is answered the queue is sent as the next batch,
 // as one statement too (one write, one read), its own transaction:
 //
@@ -86,6 +85,45 @@ import (
 // inserting the other's key); the booking that Postgres picks as the
 // deadlock's victim is undone alone, by its subtransaction, and sent
 // again in the next batch (deadlockRetries times at most).
+type GroupCommit struct {
+	*Store
+	c *committer
+}
+
+var _ reservation.Store = (*GroupCommit)(nil)
+
+// NewGroupCommit returns s with group commit in front of its Book. It owns
+// s from then on: its Close closes s.
+func NewGroupCommit(s *Store) *GroupCommit {
+	return &GroupCommit{Store: s, c: &committer{pool: s.pool}}
+}
+
+// Book is Store.Book, sharing a round trip, a transaction and its COMMIT
+// with the bookings of other callers when they come together; each stays
+// all or nothing on its own, and it returns only once that COMMIT is
+// answered. It returns the errors of Store.Book. A ctx that ends while the
+// booking is on the wire with others does not stop their transaction:
+// Book waits for the batch's answer, which the latest of their deadlines
+// bounds.
+func (g *GroupCommit) Book(ctx context.Context, w reservation.Write) error {
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	if w.PaymentID != "" {
+		// A paid booking waited for its payment; it waits for no batch.
+		return g.Store.Book(ctx, w)
+	}
+	return g.c.book(ctx, w)
+}
+
+// Close waits for the batches on the wire, then closes the store.
+func (g *GroupCommit) Close() {
+	g.c.wait()
+	g.Store.Close()
+}
+
+// committer is GroupCommit's queue of bookings and the goroutines that
+// send it, batch by batch.
 type committer struct {
 	pool    *pgxpool.Pool
 	senders sync.WaitGroup // the send goroutines; close waits for them
@@ -250,120 +288,4 @@ func writes(batch []*pendingWrite) []reservation.Write {
 func deadlocked(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
-}
-
-// bookBatch writes a batch of bookings in one statement, its own
-// transaction (book_batch, migration 0005), and returns one row per
-// booking, in their order: its SQLSTATE (NULL when it was written),
-// detail and message.
-const bookBatch = `SELECT code, detail, message FROM book_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
-
-// writeBatch writes ws, validated, in one statement, one transaction and
-// one round trip, and returns the error of Book for each. A batch of one
-// is the statement book_seats alone.
-func writeBatch(ctx context.Context, pool *pgxpool.Pool, ws []reservation.Write) []error {
-	errs := make([]error, len(ws))
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		fill(errs, translate("book", err))
-		return errs
-	}
-	defer conn.Release()
-	if len(ws) == 1 {
-		errs[0] = bookAlone(ctx, conn, ws[0])
-		return errs
-	}
-
-	outcomes := make([]pgconn.PgError, len(ws))
-	rows, _ := conn.Query(ctx, bookBatch, batchArgs(ws)...) // its error is rows.Err's
-	err = readBatch(rows, outcomes)
-	switch {
-	case err != nil && sentUnanswered(err):
-		// The statement commits by itself: it may have run.
-		fill(errs, fmt.Errorf("postgres: book: %w: %w", reservation.ErrWriteInDoubt, err))
-	case err != nil:
-		// The server refused the statement or its commit: nothing was
-		// written.
-		fill(errs, bookError(err))
-	default:
-		for i := range outcomes {
-			if outcomes[i].Code != "" {
-				errs[i] = bookError(&outcomes[i])
-			}
-		}
-	}
-	return errs
-}
-
-// batchArgs are the arguments of book_batch for ws: bookArgs of each
-// write, one array per argument, but for the seats and their fences, which
-// are flat, each booking's after the one before, with each booking's
-// count of seats and each seat's screening.
-func batchArgs(ws []reservation.Write) []any {
-	n := len(ws)
-	var (
-		ids, screenings, customers         = make([]string, n), make([]string, n), make([]string, n)
-		seatCounts                         = make([]int32, n)
-		seatScreenings, seats              []string
-		fences                             []int64
-		tokenHashes                        = make([][]byte, n)
-		createdAts                         = make([]time.Time, n)
-		idemKeys, idemRequests, idemSealed = make([][]byte, n), make([][]byte, n), make([][]byte, n)
-		idemAts                            = make([]*time.Time, n)
-		blind                              = make([]bool, n)
-	)
-	for i, w := range ws {
-		b := w.Booking
-		ids[i], screenings[i], customers[i], seatCounts[i] = b.ID, b.ScreeningID, b.Customer, int32(len(b.Seats))
-		for _, seat := range b.Seats {
-			seatScreenings = append(seatScreenings, b.ScreeningID)
-			seats = append(seats, seat)
-			fences = append(fences, w.Fences[seat])
-		}
-		tokenHashes[i], createdAts[i] = w.TokenHash, b.CreatedAt
-		if rec := w.Idempotency; rec != nil {
-			idemKeys[i], idemRequests[i], idemSealed[i], idemAts[i] = rec.KeyHash, rec.RequestHash, rec.SealedToken, &rec.CreatedAt
-		}
-		blind[i] = w.Guard == reservation.GuardOff
-	}
-	return []any{ids, screenings, customers, seatCounts, seatScreenings, seats, fences,
-		tokenHashes, createdAts, idemKeys, idemRequests, idemSealed, idemAts, blind}
-}
-
-// readBatch reads the answer to bookBatch, storing each booking's outcome
-// (Code "" when it was written), and returns the statement's error, its
-// commit's included: pgx reads the answer up to the server's "ready",
-// which comes after the commit. An answer it cannot read, or one with a
-// row too many or too few (neither can happen), fails as unanswered: the
-// statement may have committed.
-func readBatch(rows pgx.Rows, outcomes []pgconn.PgError) error {
-	defer rows.Close()
-	i := 0
-	for rows.Next() {
-		if i == len(outcomes) { // cannot happen: one row per booking
-			return fmt.Errorf("postgres: book: more outcomes than bookings")
-		}
-		var code, detail, message *string
-		if err := rows.Scan(&code, &detail, &message); err != nil {
-			return err
-		}
-		if code != nil {
-			outcomes[i] = pgconn.PgError{Severity: "ERROR", Code: *code, Detail: *detail, Message: *message}
-		}
-		i++
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if i != len(outcomes) { // cannot happen either
-		return fmt.Errorf("postgres: book: %d outcomes for %d bookings", i, len(outcomes))
-	}
-	return nil
-}
-
-func fill(errs []error, err error) {
-	for i := range errs {
-		errs[i] = err
-	}
 }

@@ -32,7 +32,7 @@ func seatsWrite(sc reservation.Screening, fence int64, seats ...string) reservat
 
 // assertBooked checks that each seat is booked by the booking of w, or
 // free when w is nil, and that w's booking exists.
-func assertBooked(t *testing.T, store *postgres.Store, sc reservation.Screening, want map[string]*reservation.Write) {
+func assertBooked(t *testing.T, store *postgres.GroupCommit, sc reservation.Screening, want map[string]*reservation.Write) {
 	t.Helper()
 	booked, err := store.BookedSeats(t.Context(), sc.ID)
 	if err != nil {
@@ -77,7 +77,7 @@ CREATE CONSTRAINT TRIGGER at_commit AFTER INSERT ON bookings
 // written.
 func TestBatchMixedOutcomes(t *testing.T) {
 	dbURL := testenv.NewDatabase(t)
-	store := open(t, dbURL)
+	store := openGrouped(t, dbURL)
 	sc := faultScreening(t, store, reservation.LockRedis)
 	ctx := t.Context()
 
@@ -131,7 +131,7 @@ func TestBatchMixedOutcomes(t *testing.T) {
 // every booking is in doubt.
 func TestBatchCommitFails(t *testing.T) {
 	dbURL := testenv.NewDatabase(t)
-	store := open(t, dbURL)
+	store := openGrouped(t, dbURL)
 	sc := faultScreening(t, store, reservation.LockRedis)
 	slowCommit(t, dbURL, 2*time.Second)
 
@@ -171,7 +171,7 @@ func TestBatchCommitFails(t *testing.T) {
 // batch committed, and refund a charge for a booking that then commits.
 func TestBatchCallerGivesUp(t *testing.T) {
 	dbURL := testenv.NewDatabase(t)
-	store := open(t, dbURL)
+	store := openGrouped(t, dbURL)
 	sc := faultScreening(t, store, reservation.LockRedis)
 	slowCommit(t, dbURL, time.Second)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -222,7 +222,7 @@ func TestBatchCallerGivesUp(t *testing.T) {
 // waitQueued waits, for limit at most, until cond holds of how many
 // bookings wait for store's next batch and how many batches are on the
 // wire; it fails the test if cond never holds.
-func waitQueued(t *testing.T, store *postgres.Store, limit time.Duration, what string, cond func(queued, inFlight int) bool) {
+func waitQueued(t *testing.T, store *postgres.GroupCommit, limit time.Duration, what string, cond func(queued, inFlight int) bool) {
 	t.Helper()
 	for end := time.Now().Add(limit); !cond(postgres.Queued(store)); {
 		if time.Now().After(end) {
@@ -241,7 +241,7 @@ func waitQueued(t *testing.T, store *postgres.Store, limit time.Duration, what s
 // queued since while the other is still there: they wait for the next.
 func TestSecondBatch(t *testing.T) {
 	dbURL := testenv.NewDatabase(t)
-	store := open(t, dbURL)
+	store := openGrouped(t, dbURL)
 	sc := faultScreening(t, store, reservation.LockRedis)
 	const commitTakes = 3 * time.Second
 	slowCommit(t, dbURL, commitTakes)
@@ -303,8 +303,8 @@ func TestSecondBatch(t *testing.T) {
 // instances) at once, each through run, while the test holds locks taken
 // by the statement hold (with args) in a transaction of its own; once both
 // batches wait for a lock, it lets go, and returns each batch's errors.
-func blockedBatches(t *testing.T, dbURL string, stores [2]*postgres.Store, batches [2][]reservation.Write,
-	run func(ctx context.Context, store *postgres.Store, ws []reservation.Write) []error,
+func blockedBatches(t *testing.T, dbURL string, stores [2]*postgres.GroupCommit, batches [2][]reservation.Write,
+	run func(ctx context.Context, store *postgres.GroupCommit, ws []reservation.Write) []error,
 	hold string, args ...any) [2][]error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -352,7 +352,7 @@ func blockedBatches(t *testing.T, dbURL string, stores [2]*postgres.Store, batch
 // one waits for the other and its bookings of those seats find them taken.
 func TestBatchesDoNotDeadlock(t *testing.T) {
 	dbURL := testenv.NewDatabase(t)
-	stores := [2]*postgres.Store{open(t, dbURL), open(t, dbURL)}
+	stores := [2]*postgres.GroupCommit{openGrouped(t, dbURL), openGrouped(t, dbURL)}
 	sc := faultScreening(t, stores[0], reservation.LockRedis)
 	// Seat rows for the test to lock: booked once and cancelled.
 	for _, seat := range []string{"A3", "A4"} {
@@ -407,7 +407,7 @@ func TestBatchesDoNotDeadlock(t *testing.T) {
 // had it come second.
 func TestBatchDeadlockVictimIsRetried(t *testing.T) {
 	dbURL := testenv.NewDatabase(t)
-	stores := [2]*postgres.Store{open(t, dbURL), open(t, dbURL)}
+	stores := [2]*postgres.GroupCommit{openGrouped(t, dbURL), openGrouped(t, dbURL)}
 	sc := faultScreening(t, stores[0], reservation.LockRedis)
 	keyed := func(seat, key string) reservation.Write {
 		w := seatsWrite(sc, 0, seat)

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seatlock/seatlock/reservation"
@@ -29,10 +28,6 @@ type Store struct {
 	// leave every other request of the store waiting for as long as a
 	// payment takes. A booking takes a slot by sending into it.
 	txSlots chan struct{}
-
-	// committer writes Book's bookings, alone or several in one
-	// transaction (group commit, see committer).
-	committer *committer
 }
 
 // txSlotCount is how many of a pool's connections bookings in a
@@ -97,16 +92,14 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*Store, error)
 // store owns the pool from then on: Close closes it.
 func New(pool *pgxpool.Pool) *Store {
 	return &Store{
-		pool:      pool,
-		txSlots:   make(chan struct{}, txSlotCount(pool.Config().MaxConns)),
-		committer: &committer{pool: pool},
+		pool:    pool,
+		txSlots: make(chan struct{}, txSlotCount(pool.Config().MaxConns)),
 	}
 }
 
 // Close closes the pool, waiting for the connections in use to be given
 // back.
 func (s *Store) Close() {
-	s.committer.wait()
 	s.pool.Close()
 }
 
@@ -221,183 +214,6 @@ HAVING count(*) > 1`, screeningID)
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-const insertBooking = `
-INSERT INTO bookings (id, screening_id, customer, seats, status, token_hash, created_at,
-                      idem_key_hash, idem_request_hash, idem_sealed_token, idem_created_at)
-VALUES ($1, $2, $3, $4, 'confirmed', $5, $6, $7, $8, $9, $10)`
-
-// bookSeats is the whole of Book in one statement: the function book_seats
-// of migration 0003 inserts the booking and upserts its seats through the
-// guard, and raises an error that undoes both when the guard refuses a seat
-// (see bookError).
-const bookSeats = `SELECT book_seats($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
-
-// Book writes a confirmed booking and gives it its seats, all or nothing.
-// Alone, it is one statement and so one round trip: its own implicit
-// transaction, committed by the server when the statement succeeds. Under
-// load it shares a round trip, a transaction and its COMMIT with the
-// bookings of other callers (group commit, see committer), still all or
-// nothing on its own, and it returns only once that COMMIT is answered.
-//
-// With reservation.GuardFence every seat must be free and, when the write
-// carries a fence for it, that fence must be greater than the seat's last
-// one. When some seats are taken it returns a *reservation.SeatsTakenError
-// naming them, in the order of the booking's seats, even if other seats are
-// stale too; else, when some are held by a live hold, a
-// *reservation.SeatsHeldError; else, when a fence is stale,
-// reservation.ErrStaleToken. With reservation.GuardOff the seats are given
-// away whatever held them.
-//
-// It also returns reservation.ErrNotFound for an unknown screening,
-// reservation.ErrConflict when the booking id or the idempotency key was used
-// before, reservation.ErrInvalid for a malformed write (a booking id that is
-// not a uuid, no seats or a seat twice, an unknown guard), and
-// reservation.ErrUnavailable when the database cannot be reached. Nothing is
-// written when it fails, but for reservation.ErrWriteInDoubt (which is
-// also ErrUnavailable): the statement was sent and no answer came back (the
-// connection died, ctx ended), so it may have committed. A ctx that ends
-// while the booking is on the wire with others does not stop their
-// transaction: Book returns ErrWriteInDoubt at once, and the booking may
-// still commit.
-func (s *Store) Book(ctx context.Context, w reservation.Write) error {
-	if err := w.Validate(); err != nil {
-		return err
-	}
-	if w.PaymentID != "" {
-		// A paid booking waited for its payment; it waits for no batch.
-		conn, err := s.pool.Acquire(ctx)
-		if err != nil {
-			return translate("book", err)
-		}
-		defer conn.Release()
-		return bookAlone(ctx, conn, w)
-	}
-	return s.committer.book(ctx, w)
-}
-
-// bookAlone writes a validated w on conn as one statement, its own
-// transaction, and returns Book's error.
-func bookAlone(ctx context.Context, conn *pgxpool.Conn, w reservation.Write) error {
-	err := book(ctx, conn, w)
-	if err != nil && sentUnanswered(err) {
-		// Alone, the statement is its own transaction: sent and not
-		// answered, it may have committed.
-		return fmt.Errorf("postgres: book: %w: %w", reservation.ErrWriteInDoubt, err)
-	}
-	return bookError(err)
-}
-
-// execer is what book needs of a connection or a transaction.
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
-// book writes a validated w through q: on a connection, in a transaction
-// of its own; in a transaction, as part of it, which the caller then
-// commits (on success) or rolls back. It returns the driver's error, for
-// bookError to translate.
-func book(ctx context.Context, q execer, w reservation.Write) error {
-	if w.PaymentID != "" {
-		_, err := q.Exec(ctx, bookPaid, append([]any{w.PaymentID, w.ChargeID}, bookArgs(w)...)...)
-		return err
-	}
-	_, err := q.Exec(ctx, bookSeats, bookArgs(w)...)
-	return err
-}
-
-// bookArgs are the arguments of book_seats for w (batchArgs, of a batch's
-// book_batch, has one array of each).
-func bookArgs(w reservation.Write) []any {
-	b := w.Booking
-	fences := make([]int64, len(b.Seats))
-	for i, seat := range b.Seats {
-		fences[i] = w.Fences[seat]
-	}
-	var idemKey, idemRequest, idemSealed []byte
-	var idemAt *time.Time
-	if rec := w.Idempotency; rec != nil {
-		idemKey, idemRequest, idemSealed, idemAt = rec.KeyHash, rec.RequestHash, rec.SealedToken, &rec.CreatedAt
-	}
-	return []any{b.ID, b.ScreeningID, b.Customer, b.Seats, fences, w.TokenHash, b.CreatedAt,
-		idemKey, idemRequest, idemSealed, idemAt, w.Guard == reservation.GuardOff}
-}
-
-// bookError turns an error of book into the errors of Book: the error
-// book_seats raises when its guard refuses a seat becomes the domain's
-// refusal, anything else is translated.
-func bookError(err error) error {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return translate("book", err)
-	}
-	switch pgErr.Code {
-	case "SLTKN":
-		return &reservation.SeatsTakenError{Seats: strings.Split(pgErr.Detail, ",")}
-	case "SLHLD":
-		return &reservation.SeatsHeldError{Seats: strings.Split(pgErr.Detail, ",")}
-	case "SLSTL":
-		return fmt.Errorf("postgres: book: %w", reservation.ErrStaleToken)
-	case "SLPAY":
-		return fmt.Errorf("postgres: book: %w", reservation.ErrPaymentSettled)
-	}
-	return translate("book", err)
-}
-
-// bookResults reads the answers to Book's batch: the seats the upsert wrote.
-// Close reads the answers to any statements queued after the upsert, and
-// returns the first error among them.
-func bookResults(results pgx.BatchResults) ([]string, error) {
-	defer results.Close()
-	if _, err := results.Exec(); err != nil {
-		return nil, err
-	}
-	rows, _ := results.Query()
-	written, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, err
-	}
-	return written, results.Close()
-}
-
-const selectTakenSeats = `
-SELECT s.seat
-FROM unnest($2::text[]) WITH ORDINALITY AS asked (seat, n)
-JOIN seats s ON s.screening_id = $1 AND s.seat = asked.seat
-WHERE s.booking_id IS NOT NULL
-ORDER BY asked.n`
-
-// refusal finds out why the guard refused some seats of b, inside the
-// transaction that tried to write them. The upsert has locked every seat row
-// it touched, written or not, so what it reads here is exactly what the
-// guard saw (a hold that expired since is reported as held: it was live
-// when the guard looked). The caller rolls the transaction back.
-func refusal(ctx context.Context, tx pgx.Tx, screeningID string, seats, written []string) error {
-	var refused []string
-	for _, seat := range seats {
-		if !slices.Contains(written, seat) {
-			refused = append(refused, seat)
-		}
-	}
-	rows, _ := tx.Query(ctx, selectTakenSeats, screeningID, refused)
-	taken, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return translate("book", err)
-	}
-	if len(taken) > 0 {
-		return &reservation.SeatsTakenError{Seats: taken}
-	}
-	rows, _ = tx.Query(ctx, selectHoldingSeats, screeningID, refused)
-	held, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return translate("book", err)
-	}
-	if len(held) > 0 {
-		return &reservation.SeatsHeldError{Seats: held}
-	}
-	// Free but refused: the seat has seen a newer fence.
-	return fmt.Errorf("postgres: book: %w", reservation.ErrStaleToken)
 }
 
 // Booking returns the booking with the id and the hash of its token, or

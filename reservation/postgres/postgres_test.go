@@ -19,11 +19,19 @@ import (
 	"github.com/seatlock/seatlock/reservation/storetest"
 )
 
-// TestStore runs the shared suite. Every subtest gets the same store over
-// one fresh database: the suite uses screenings of its own in each subtest.
+// TestStore runs the shared suite against the plain store and against
+// group commit in front of it. Every subtest gets the same store over one
+// fresh database: the suite uses screenings of its own in each subtest.
 func TestStore(t *testing.T) {
-	store := open(t, testenv.NewDatabase(t))
-	storetest.Run(t, func(t *testing.T) reservation.Store { return store })
+	url := testenv.NewDatabase(t)
+	t.Run("plain", func(t *testing.T) {
+		store := open(t, url)
+		storetest.Run(t, func(t *testing.T) reservation.Store { return store })
+	})
+	t.Run("group commit", func(t *testing.T) {
+		store := openGrouped(t, url)
+		storetest.Run(t, func(t *testing.T) reservation.Store { return store })
+	})
 }
 
 func TestMigrateConcurrently(t *testing.T) {
@@ -166,4 +174,13 @@ func open(t testing.TB, url string) *postgres.Store {
 	}
 	t.Cleanup(store.Close)
 	return store
+}
+
+// openGrouped opens a store on url with group commit in front, closed
+// when t ends.
+func openGrouped(t testing.TB, url string) *postgres.GroupCommit {
+	t.Helper()
+	grouped := postgres.NewGroupCommit(open(t, url))
+	t.Cleanup(grouped.Close) // before open's Close of the pool: it waits for the batches
+	return grouped
 }

@@ -12,12 +12,12 @@ lab_build # lab
 DB=$(lab_db) # lab
 API1=$(lab_start api1 DATABASE_URL="$DB" LOCK_TTL=1s) # lab
 API2=$(lab_start api2 DATABASE_URL="$DB" LOCK_TTL=1s) # lab
-S=$(curl -s -X POST "$API1/v1/screenings" -d '{"movie":"Lease","rows":1,"seats_per_row":5,"lock":"redis","payment_delay_ms":3000}' | jq -r .id) # lab
+S=$(curl -s -X POST "$API1/v1/screenings" -H 'Content-Type: application/json' -d '{"movie":"Lease","rows":1,"seats_per_row":5,"lock":"redis","payment_delay_ms":3000}' | jq -r .id) # lab
 echo "$S" # lab
 [ -n "$S" ] && [ "$S" != null ] || { echo "FAIL: no screening created" >&2; exit 1; }
 
 # The watchdog: a 3 s payment under a 1 s lease.
-curl -s -w '%{http_code}\n' -X POST "$API1/v1/screenings/$S/bookings" -d '{"seats":["A1"],"customer":"ann"}' >"$LAB_DIR/a1.txt" & # lab
+curl -s -w '%{http_code}\n' -X POST "$API1/v1/screenings/$S/bookings" -H 'Content-Type: application/json' -d '{"seats":["A1"],"customer":"ann"}' >"$LAB_DIR/a1.txt" & # lab
 sleep 2 # lab
 redis-cli -u "$REDIS_URL" pttl "seatlock:lock:{$S}:A1" | tee "$LAB_DIR/pttl.txt" # lab
 wait # lab
@@ -28,10 +28,10 @@ lab_expect "$LAB_DIR/a1.txt" '^201$' "the 3 s booking succeeds"
 
 # The paused holder: ann's instance stops (think: a long GC pause) while
 # it holds A2; bob's instance gets A2 once the lease runs out.
-curl -s -w '%{http_code}\n' -X POST "$API1/v1/screenings/$S/bookings" -d '{"seats":["A2"],"customer":"ann"}' >"$LAB_DIR/ann.txt" & # lab
+curl -s -w '%{http_code}\n' -X POST "$API1/v1/screenings/$S/bookings" -H 'Content-Type: application/json' -d '{"seats":["A2"],"customer":"ann"}' >"$LAB_DIR/ann.txt" & # lab
 sleep 1 # lab
 kill -STOP "$(lab_pid api1)" # lab
-curl -s -w '%{http_code}\n' -X POST "$API2/v1/screenings/$S/bookings" -d '{"seats":["A2"],"customer":"bob"}' | tee "$LAB_DIR/bob.txt" # lab
+curl -s -w '%{http_code}\n' -X POST "$API2/v1/screenings/$S/bookings" -H 'Content-Type: application/json' -d '{"seats":["A2"],"customer":"bob"}' | tee "$LAB_DIR/bob.txt" # lab
 kill -CONT "$(lab_pid api1)" # lab
 wait # lab
 cat "$LAB_DIR/ann.txt" # lab
@@ -49,14 +49,14 @@ DBGATE=$(lab_gate dbgate "$DB") # lab
 PAYGATE=$(lab_gate paygate "$PAY") # lab
 API3=$(lab_start api3 DATABASE_URL="$DBGATE" PAYMENT_URL="$PAYGATE" LOCK_TTL=1s DEMO_MODE=true RECONCILE_EVERY=1h) # lab
 API4=$(lab_start api4 DATABASE_URL="$DB" PAYMENT_URL="$PAY" LOCK_TTL=1s DEMO_MODE=true) # lab
-U=$(curl -s -X POST "$API4/v1/screenings" -d '{"movie":"Unguarded","rows":1,"seats_per_row":5,"lock":"redis","guard":"off","payment_delay_ms":2000}' | jq -r .id) # lab
+U=$(curl -s -X POST "$API4/v1/screenings" -H 'Content-Type: application/json' -d '{"movie":"Unguarded","rows":1,"seats_per_row":5,"lock":"redis","guard":"off","payment_delay_ms":2000}' | jq -r .id) # lab
 [ -n "$U" ] && [ "$U" != null ] || { echo "FAIL: no guard=off screening created" >&2; exit 1; }
-curl -s -w '%{http_code}\n' -X POST "$API3/v1/screenings/$U/bookings" -d '{"seats":["A1"],"customer":"ann"}' >"$LAB_DIR/ann-off.txt" & # lab
+curl -s -w '%{http_code}\n' -X POST "$API3/v1/screenings/$U/bookings" -H 'Content-Type: application/json' -d '{"seats":["A1"],"customer":"ann"}' >"$LAB_DIR/ann-off.txt" & # lab
 sleep 1 # lab
 kill -USR1 "$(lab_pid dbgate)" # lab
 lab_wait_log dbgate holding # lab
 kill -STOP "$(lab_pid api3)" # lab
-curl -s -w '%{http_code}\n' -X POST "$API4/v1/screenings/$U/bookings" -d '{"seats":["A1"],"customer":"bob"}' | tee "$LAB_DIR/bob-off.txt" # lab
+curl -s -w '%{http_code}\n' -X POST "$API4/v1/screenings/$U/bookings" -H 'Content-Type: application/json' -d '{"seats":["A1"],"customer":"bob"}' | tee "$LAB_DIR/bob-off.txt" # lab
 kill -CONT "$(lab_pid api3)" # lab
 kill -USR2 "$(lab_pid dbgate)" # lab
 wait # lab
@@ -79,13 +79,13 @@ lab_expect "$LAB_DIR/stats-off.txt" '"charges":2,"refunds":0,"overlaps":0,"refus
 
 # -check-fences: ann's charge is held in the payment gate while api3 is
 # stopped and bob books; it reaches the provider after bob's.
-S2=$(curl -s -X POST "$API4/v1/screenings" -d '{"movie":"Fenced","rows":1,"seats_per_row":5,"lock":"redis","payment_delay_ms":500}' | jq -r .id) # lab
+S2=$(curl -s -X POST "$API4/v1/screenings" -H 'Content-Type: application/json' -d '{"movie":"Fenced","rows":1,"seats_per_row":5,"lock":"redis","payment_delay_ms":500}' | jq -r .id) # lab
 [ -n "$S2" ] && [ "$S2" != null ] || { echo "FAIL: no screening created" >&2; exit 1; }
 kill -USR1 "$(lab_pid paygate)" # lab
-curl -s -w '%{http_code}\n' -X POST "$API3/v1/screenings/$S2/bookings" -d '{"seats":["A1"],"customer":"ann"}' >"$LAB_DIR/ann-late.txt" & # lab
+curl -s -w '%{http_code}\n' -X POST "$API3/v1/screenings/$S2/bookings" -H 'Content-Type: application/json' -d '{"seats":["A1"],"customer":"ann"}' >"$LAB_DIR/ann-late.txt" & # lab
 lab_wait_log paygate holding # lab
 kill -STOP "$(lab_pid api3)" # lab
-curl -s -w '%{http_code}\n' -X POST "$API4/v1/screenings/$S2/bookings" -d '{"seats":["A1"],"customer":"bob"}' | tee "$LAB_DIR/bob-late.txt" # lab
+curl -s -w '%{http_code}\n' -X POST "$API4/v1/screenings/$S2/bookings" -H 'Content-Type: application/json' -d '{"seats":["A1"],"customer":"bob"}' | tee "$LAB_DIR/bob-late.txt" # lab
 kill -USR2 "$(lab_pid paygate)" # lab
 sleep 1 # lab
 kill -CONT "$(lab_pid api3)" # lab

@@ -8,11 +8,11 @@ lab_build # lab
 DB=$(lab_db) # lab
 API=$(lab_start api DATABASE_URL="$DB" DEMO_MODE=true) # lab
 
-curl -s -X POST "$API/v1/screenings/demo/bookings" -H 'Idempotency-Key: k-42' -d '{"seats":["D4"],"customer":"carol"}' | jq -r .id | tee "$LAB_DIR/first.txt" # lab
-curl -s -X POST "$API/v1/screenings/demo/bookings" -H 'Idempotency-Key: k-42' -d '{"seats":["D4"],"customer":"carol"}' | jq -r .id | tee "$LAB_DIR/second.txt" # lab
+curl -s -X POST "$API/v1/screenings/demo/bookings" -H 'Idempotency-Key: k-42' -H 'Content-Type: application/json' -d '{"seats":["D4"],"customer":"carol"}' | jq -r .id | tee "$LAB_DIR/first.txt" # lab
+curl -s -X POST "$API/v1/screenings/demo/bookings" -H 'Idempotency-Key: k-42' -H 'Content-Type: application/json' -d '{"seats":["D4"],"customer":"carol"}' | jq -r .id | tee "$LAB_DIR/second.txt" # lab
 [ -n "$(cat "$LAB_DIR/first.txt")" ] && [ "$(cat "$LAB_DIR/first.txt")" != null ] || { echo "FAIL: no booking id" >&2; exit 1; }
 cmp "$LAB_DIR/first.txt" "$LAB_DIR/second.txt" && echo "ok: the retry returned the same booking"
-curl -s -w '%{http_code}\n' -X POST "$API/v1/screenings/demo/bookings" -H 'Idempotency-Key: k-42' -d '{"seats":["D5"],"customer":"carol"}' | tee "$LAB_DIR/mismatch.txt" # lab
+curl -s -w '%{http_code}\n' -X POST "$API/v1/screenings/demo/bookings" -H 'Idempotency-Key: k-42' -H 'Content-Type: application/json' -d '{"seats":["D5"],"customer":"carol"}' | tee "$LAB_DIR/mismatch.txt" # lab
 lab_expect "$LAB_DIR/mismatch.txt" '"code":"idempotency_mismatch"' "same key, other body: idempotency_mismatch"
 lab_expect "$LAB_DIR/mismatch.txt" '^422$' "same key, other body: 422"
 curl -s "$API/v1/screenings/demo/seats" | jq -c '[.seats[] | select(.status == "booked") | .id]' | tee "$LAB_DIR/booked.txt" # lab

@@ -26,13 +26,13 @@ lab_expect "$LAB_DIR/redlock.txt" '^result +CLEAN' "redlock: result CLEAN"
 
 # The paused holder: ann's charge and bob's both wait in their gates; bob's
 # reaches the provider first, ann's while bob's is in progress.
-S=$(curl -s -X POST "$API1/v1/screenings" -d '{"movie":"Redlock","rows":1,"seats_per_row":5,"lock":"redlock","payment_delay_ms":2000}' | jq -r .id) # lab
+S=$(curl -s -X POST "$API1/v1/screenings" -H 'Content-Type: application/json' -d '{"movie":"Redlock","rows":1,"seats_per_row":5,"lock":"redlock","payment_delay_ms":2000}' | jq -r .id) # lab
 [ -n "$S" ] && [ "$S" != null ] || { echo "FAIL: no screening created" >&2; exit 1; }
 kill -USR1 "$(lab_pid anngate)"; kill -USR1 "$(lab_pid bobgate)" # lab
-curl -s -w '%{http_code}\n' -X POST "$API1/v1/screenings/$S/bookings" -d '{"seats":["A1"],"customer":"ann"}' >"$LAB_DIR/ann.txt" & # lab
+curl -s -w '%{http_code}\n' -X POST "$API1/v1/screenings/$S/bookings" -H 'Content-Type: application/json' -d '{"seats":["A1"],"customer":"ann"}' >"$LAB_DIR/ann.txt" & # lab
 lab_wait_log anngate holding # lab
 kill -STOP "$(lab_pid api1)" # lab
-curl -s -w '%{http_code}\n' -X POST "$API2/v1/screenings/$S/bookings" -d '{"seats":["A1"],"customer":"bob"}' >"$LAB_DIR/bob.txt" & # lab
+curl -s -w '%{http_code}\n' -X POST "$API2/v1/screenings/$S/bookings" -H 'Content-Type: application/json' -d '{"seats":["A1"],"customer":"bob"}' >"$LAB_DIR/bob.txt" & # lab
 lab_wait_log bobgate holding # lab
 kill -USR2 "$(lab_pid bobgate)"; sleep 0.5 # lab
 kill -USR2 "$(lab_pid anngate)"; sleep 0.5 # lab
@@ -57,10 +57,10 @@ BOBGATE2=$(lab_gate bobgate2 "$PAYF") # lab
 API3=$(lab_start api3 DATABASE_URL="$DB" REDLOCK_URLS="$R1,$R2,$R3" LOCK_TTL=1s PAYMENT_URL="$ANNGATE2") # lab
 API4=$(lab_start api4 DATABASE_URL="$DB" REDLOCK_URLS="$R1,$R2,$R3" LOCK_TTL=1s PAYMENT_URL="$BOBGATE2") # lab
 kill -USR1 "$(lab_pid anngate2)"; kill -USR1 "$(lab_pid bobgate2)" # lab
-curl -s -w '%{http_code}\n' -X POST "$API3/v1/screenings/$S/bookings" -d '{"seats":["A2"],"customer":"ann"}' >"$LAB_DIR/ann2.txt" & # lab
+curl -s -w '%{http_code}\n' -X POST "$API3/v1/screenings/$S/bookings" -H 'Content-Type: application/json' -d '{"seats":["A2"],"customer":"ann"}' >"$LAB_DIR/ann2.txt" & # lab
 lab_wait_log anngate2 holding # lab
 kill -STOP "$(lab_pid api3)" # lab
-curl -s -w '%{http_code}\n' -X POST "$API4/v1/screenings/$S/bookings" -d '{"seats":["A2"],"customer":"bob"}' >"$LAB_DIR/bob2.txt" & # lab
+curl -s -w '%{http_code}\n' -X POST "$API4/v1/screenings/$S/bookings" -H 'Content-Type: application/json' -d '{"seats":["A2"],"customer":"bob"}' >"$LAB_DIR/bob2.txt" & # lab
 lab_wait_log bobgate2 holding # lab
 kill -USR2 "$(lab_pid bobgate2)"; sleep 0.5 # lab
 kill -USR2 "$(lab_pid anngate2)"; sleep 0.5 # lab

@@ -17,16 +17,16 @@ API1=$(lab_start api1 DATABASE_URL="$DB" REDIS_URL="$R" LOCK_TTL=20s PAYMENT_URL
 API2=$(lab_start api2 DATABASE_URL="$DB" REDIS_URL="$R" LOCK_TTL=20s PAYMENT_URL="$PAY") # lab
 
 # A seat booked and cancelled before the fault: its row keeps the fence.
-S=$(curl -s -X POST "$API1/v1/screenings" -d '{"movie":"Restart","rows":1,"seats_per_row":5,"lock":"redis","payment_delay_ms":5000}' | jq -r .id) # lab
+S=$(curl -s -X POST "$API1/v1/screenings" -H 'Content-Type: application/json' -d '{"movie":"Restart","rows":1,"seats_per_row":5,"lock":"redis","payment_delay_ms":5000}' | jq -r .id) # lab
 [ -n "$S" ] && [ "$S" != null ] || { echo "FAIL: no screening created" >&2; exit 1; }
-curl -s -X POST "$API1/v1/screenings/$S/bookings" -d '{"seats":["A2"],"customer":"cy"}' >"$LAB_DIR/cy.json" # lab
+curl -s -X POST "$API1/v1/screenings/$S/bookings" -H 'Content-Type: application/json' -d '{"seats":["A2"],"customer":"cy"}' >"$LAB_DIR/cy.json" # lab
 curl -s -o /dev/null -w '%{http_code}\n' -X DELETE "$API1/v1/bookings/$(jq -r .id "$LAB_DIR/cy.json")" -H "Authorization: Bearer $(jq -r .token "$LAB_DIR/cy.json")" # lab
 
 # ann pays for A1; Redis restarts empty in the middle of it; bob books A1.
-curl -s -w '%{http_code}\n' -X POST "$API1/v1/screenings/$S/bookings" -d '{"seats":["A1"],"customer":"ann"}' >"$LAB_DIR/ann.txt" & # lab
+curl -s -w '%{http_code}\n' -X POST "$API1/v1/screenings/$S/bookings" -H 'Content-Type: application/json' -d '{"seats":["A1"],"customer":"ann"}' >"$LAB_DIR/ann.txt" & # lab
 sleep 1 # lab
 lab_redis_restart "$R" # lab
-curl -s -w '%{http_code}\n' -X POST "$API2/v1/screenings/$S/bookings" -d '{"seats":["A1"],"customer":"bob"}' >"$LAB_DIR/bob.txt" & # lab
+curl -s -w '%{http_code}\n' -X POST "$API2/v1/screenings/$S/bookings" -H 'Content-Type: application/json' -d '{"seats":["A1"],"customer":"bob"}' >"$LAB_DIR/bob.txt" & # lab
 wait # lab
 cat "$LAB_DIR/ann.txt" "$LAB_DIR/bob.txt" # lab
 curl -s "$PAY/v1/stats" | tee "$LAB_DIR/stats.txt" # lab
@@ -39,7 +39,7 @@ lab_expect "$LAB_DIR/a1.txt" "\"booking_id\":\"$ann\"" "the fenced write keeps A
 if grep -q '"bookings"' "$LAB_DIR/a1.txt"; then echo "FAIL: A1 has more than one live booking" >&2; exit 1; fi
 
 # The seat cancelled before the restart, booked after it.
-curl -s -w '%{http_code}\n' -X POST "$API2/v1/screenings/$S/bookings" -d '{"seats":["A2"],"customer":"dan"}' | tee "$LAB_DIR/dan.txt" # lab
+curl -s -w '%{http_code}\n' -X POST "$API2/v1/screenings/$S/bookings" -H 'Content-Type: application/json' -d '{"seats":["A2"],"customer":"dan"}' | tee "$LAB_DIR/dan.txt" # lab
 lab_expect_answer "$LAB_DIR/dan.txt" 201 '"customer":"dan"' "A2 is bookable after the restart"
 
 # A failover under load: a primary, its replica and a Sentinel.
@@ -76,10 +76,10 @@ lab_expect "$LAB_DIR/redlock.txt" '^result +CLEAN' "Redlock with one fast node: 
 # A crash between the charge and the booking: eve's instance dies while
 # her charge is in progress; the provider completes it; nobody will book
 # it. The payment row says so, and api2's reconciler refunds it.
-S3=$(curl -s -X POST "$API2/v1/screenings" -d '{"movie":"Crash","rows":1,"seats_per_row":5,"lock":"redis","payment_delay_ms":2000}' | jq -r .id) # lab
+S3=$(curl -s -X POST "$API2/v1/screenings" -H 'Content-Type: application/json' -d '{"movie":"Crash","rows":1,"seats_per_row":5,"lock":"redis","payment_delay_ms":2000}' | jq -r .id) # lab
 [ -n "$S3" ] && [ "$S3" != null ] || { echo "FAIL: no screening created" >&2; exit 1; }
 curl -s "$PAY/v1/stats" | tee "$LAB_DIR/before-crash.txt" # lab
-curl -s -o /dev/null -X POST "$API1/v1/screenings/$S3/bookings" -d '{"seats":["A3"],"customer":"eve"}' & # lab
+curl -s -o /dev/null -X POST "$API1/v1/screenings/$S3/bookings" -H 'Content-Type: application/json' -d '{"seats":["A3"],"customer":"eve"}' & # lab
 lab_until 10 "eve's payment is recorded" psql "$DB" -Atc "select 1 from payments where screening_id = '$S3'" # lab
 # The charge leaves for the provider right after the row is written; the
 # provider takes 2 s to answer it.

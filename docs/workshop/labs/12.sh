@@ -12,10 +12,10 @@ API=$(lab_start api DATABASE_URL="$DB" LOCK_WAIT=200ms) # lab
 lab_expect "$LAB_DIR/locked.txt" '^by code .*seat_busy: [1-9]' "locks around the payment: customers told seat_busy"
 lab_expect "$LAB_DIR/locked.txt" '^result +CLEAN' "result CLEAN"
 
-curl -s -X POST "$API/v1/screenings" -d '{"id":"lab12","movie":"Holds","rows":5,"seats_per_row":8,"hold_ttl_ms":2000}' >/dev/null # lab
-curl -s -X POST "$API/v1/screenings/lab12/holds" -d '{"seats":["C4"],"customer":"ann"}' | tee "$LAB_DIR/hold.json" | jq -c '{seats, status, expires_at}' # lab
+curl -s -X POST "$API/v1/screenings" -H 'Content-Type: application/json' -d '{"id":"lab12","movie":"Holds","rows":5,"seats_per_row":8,"hold_ttl_ms":2000}' >/dev/null # lab
+curl -s -X POST "$API/v1/screenings/lab12/holds" -H 'Content-Type: application/json' -d '{"seats":["C4"],"customer":"ann"}' | tee "$LAB_DIR/hold.json" | jq -c '{seats, status, expires_at}' # lab
 lab_expect "$LAB_DIR/hold.json" '"status":"held"' "ann holds C4"
-curl -s -w '%{http_code}\n' -X POST "$API/v1/screenings/lab12/bookings" -d '{"seats":["C4"],"customer":"bob"}' | tee "$LAB_DIR/bob.txt" # lab
+curl -s -w '%{http_code}\n' -X POST "$API/v1/screenings/lab12/bookings" -H 'Content-Type: application/json' -d '{"seats":["C4"],"customer":"bob"}' | tee "$LAB_DIR/bob.txt" # lab
 lab_expect_answer "$LAB_DIR/bob.txt" 409 '"code":"seat_held"' "bob is told seat_held at once"
 curl -s "$API/v1/screenings/lab12/seats" | jq -c '.seats[] | select(.id == "C4") | {id, status, hold_expires_at}' # lab
 sleep 2.5 # lab
