@@ -193,7 +193,9 @@ const sseWriteTimeout = 10 * time.Second
 // handleEvents streams a screening's bookings and cancellations as
 // Server-Sent Events. The first event, "snapshot", is the whole seat map;
 // then every "booked" and "cancelled" event follows, and a comment every
-// heartbeat keeps proxies from closing an idle connection. The stream is
+// heartbeat keeps proxies from closing an idle connection. On a screening
+// with a waiting room, the snapshot holds the queue's figures too, and a
+// "queue" event follows whenever they change (see queueWatch). The stream is
 // subscribed, and its screening followed on the hub's feed, before the
 // snapshot is read, so nothing falls between the two; an event already in
 // the snapshot is harmless when applied again.
@@ -201,7 +203,7 @@ const sseWriteTimeout = 10 * time.Second
 // The stream ends when the client goes away, when it falls behind (see
 // Hub) or when the hub closes at shutdown; the browser's EventSource then
 // reconnects by itself and gets a fresh snapshot.
-func handleEvents(svc *reservation.Service, hub *Hub, heartbeat time.Duration) gin.HandlerFunc {
+func handleEvents(svc *reservation.Service, hub *Hub, heartbeat, queuePoll time.Duration) gin.HandlerFunc {
 	// Only a service in demo mode offers lock "none", and only one in demo
 	// mode sends "entered" and "left" (see reservation.Options.Demo).
 	demo := slices.Contains(svc.Strategies(), string(reservation.LockNone))
@@ -229,6 +231,11 @@ func handleEvents(svc *reservation.Service, hub *Hub, heartbeat time.Duration) g
 			respondErr(c, err)
 			return
 		}
+		snap := toSnapshotJSON(sc, seats, demo)
+		watch := newQueueWatch(svc, sc, queuePoll)
+		if watch != nil {
+			snap.Queue = watch.first(ctx)
+		}
 
 		// The server's write timeout counts from the start of the request;
 		// a stream instead gets a deadline per write (see send).
@@ -239,10 +246,10 @@ func handleEvents(svc *reservation.Service, hub *Hub, heartbeat time.Duration) g
 		c.Status(http.StatusOK)
 		w := sseWriter{w: c.Writer, rc: http.NewResponseController(c.Writer)}
 		// "retry" makes a browser reconnect after a second, not three.
-		if !w.send([]byte("retry: 1000\n\n" + sseEvent("snapshot", toSnapshotJSON(sc, seats, demo)))) {
+		if !w.send([]byte("retry: 1000\n\n" + sseEvent("snapshot", snap))) {
 			return
 		}
-		relay(ctx, w, s, heartbeat)
+		relay(ctx, w, s, heartbeat, watch)
 	}
 }
 
@@ -263,10 +270,17 @@ func (w sseWriter) send(chunk []byte) bool {
 }
 
 // relay writes the events of s to w, in bursts, with a heartbeat comment
-// when idle, until ctx ends, s closes or a write fails.
-func relay(ctx context.Context, w sseWriter, s *stream, heartbeat time.Duration) {
+// when idle and, with a watch, a "queue" event when the waiting room's
+// figures change, until ctx ends, s closes or a write fails.
+func relay(ctx context.Context, w sseWriter, s *stream, heartbeat time.Duration, watch *queueWatch) {
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
+	var poll <-chan time.Time // nil, never ready, without a waiting room
+	if watch != nil {
+		t := time.NewTicker(watch.every)
+		defer t.Stop()
+		poll = t.C
+	}
 	gather := time.NewTimer(sseGather)
 	defer gather.Stop()
 	var burst []byte // reused by every write of this stream
@@ -284,6 +298,10 @@ func relay(ctx context.Context, w sseWriter, s *stream, heartbeat time.Duration)
 			}
 		case <-tick.C:
 			if !w.send([]byte(": heartbeat\n\n")) {
+				return
+			}
+		case <-poll:
+			if frame, changed := watch.poll(ctx); changed && !w.send([]byte(frame)) {
 				return
 			}
 		}
@@ -345,4 +363,52 @@ func limitStreams(max int) gin.HandlerFunc {
 		defer func() { <-open }()
 		c.Next()
 	}
+}
+
+// queueWatch shows one stream the waiting room of its screening. The
+// queue admits at its pace inside Redis, on whichever instance's call
+// comes, so no instance knows when an admission happens; the stream asks
+// the shared queue itself, every so often, and sends what changed. That
+// is one small Redis call per open page and period, and it sees the joins
+// and admissions of every instance, without an event per buyer on the
+// bus.
+type queueWatch struct {
+	svc   *reservation.Service
+	sc    reservation.Screening
+	every time.Duration
+	last  queueStatsJSON // the figures the page has now
+}
+
+// newQueueWatch returns the watch of a screening's stream, or nil when the
+// screening has no waiting room.
+func newQueueWatch(svc *reservation.Service, sc reservation.Screening, every time.Duration) *queueWatch {
+	if !sc.Queue.Enabled() {
+		return nil
+	}
+	return &queueWatch{svc: svc, sc: sc, every: every, last: queueStatsJSON{ScreeningID: sc.ID, AdmitPerSecond: sc.Queue.AdmitPerSecond}}
+}
+
+// first returns the figures for the snapshot. When the queue cannot be
+// read, they are the pace alone: the seat map matters more than the
+// figures, which the next poll brings.
+func (q *queueWatch) first(ctx context.Context) *queueStatsJSON {
+	q.poll(ctx)
+	out := q.last
+	return &out
+}
+
+// poll reads the queue and returns its "queue" event, with changed true
+// when the figures differ from the last ones. A failed read changes
+// nothing: the page keeps the figures it has.
+func (q *queueWatch) poll(ctx context.Context) (frame string, changed bool) {
+	st, err := q.svc.QueueStats(ctx, q.sc)
+	if err != nil {
+		return "", false
+	}
+	now := toQueueStatsJSON(q.sc.ID, st)
+	if now == q.last {
+		return "", false
+	}
+	q.last = now
+	return sseEvent("queue", now), true
 }

@@ -203,6 +203,21 @@ type snapshotJSON struct {
 	Screening screeningJSON `json:"screening"`
 	Seats     []seatJSON    `json:"seats"`
 	Demo      bool          `json:"demo"`
+	// Queue is the waiting room's figures, on a screening that has one.
+	Queue *queueStatsJSON `json:"queue,omitempty"`
+}
+
+// queueStatsJSON is a waiting room as the seat map shows it: in the
+// snapshot, and as the "queue" event whenever it changes.
+type queueStatsJSON struct {
+	ScreeningID    string `json:"screening_id"`
+	Waiting        int    `json:"waiting"`
+	Admitted       int    `json:"admitted"`
+	AdmitPerSecond int    `json:"admit_per_s"`
+}
+
+func toQueueStatsJSON(screeningID string, st reservation.QueueStats) queueStatsJSON {
+	return queueStatsJSON{ScreeningID: screeningID, Waiting: st.Waiting, Admitted: st.Admitted, AdmitPerSecond: st.AdmitPerSecond}
 }
 
 func toSnapshotJSON(sc reservation.Screening, seats []reservation.Seat, demo bool) snapshotJSON {

@@ -27,6 +27,12 @@ type cluster []http.Handler
 
 func newCluster(t *testing.T, n int, leaveAfter time.Duration) cluster {
 	t.Helper()
+	return newClusterWith(t, n, leaveAfter, httpapi.Options{})
+}
+
+// newClusterWith is newCluster whose instances' servers all have opts.
+func newClusterWith(t *testing.T, n int, leaveAfter time.Duration, srvOpts httpapi.Options) cluster {
+	t.Helper()
 	opts, err := redis.ParseURL(testenv.RedisURL(t))
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +47,7 @@ func newCluster(t *testing.T, n int, leaveAfter time.Duration) cluster {
 			t.Fatal(err)
 		}
 		svc := reservation.NewService(store, reservation.Options{Demo: true, DefaultLock: reservation.LockNone, Queue: q, QueueLeaveAfter: leaveAfter})
-		c = append(c, httpapi.NewServer(svc, httpapi.Options{}))
+		c = append(c, httpapi.NewServer(svc, srvOpts))
 	}
 	return c
 }

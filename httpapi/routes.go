@@ -26,7 +26,7 @@ func addRoutes(r *gin.Engine, svc *reservation.Service, opts Options, m *metrics
 	v1.POST("/screenings", requireAdmin(opts.AdminToken), writes, handleScreeningCreate(svc))
 	v1.GET("/screenings/:id", handleScreeningGet(svc))
 	v1.GET("/screenings/:id/seats", handleSeatMap(svc))
-	v1.GET("/screenings/:id/events", limitStreams(opts.MaxStreams), handleEvents(svc, opts.Events, opts.Heartbeat))
+	v1.GET("/screenings/:id/events", limitStreams(opts.MaxStreams), handleEvents(svc, opts.Events, opts.Heartbeat, opts.QueuePoll))
 	v1.POST("/screenings/:id/bookings", writes, handleBookingCreate(svc, m))
 	v1.GET("/bookings/:id", handleBookingGet(svc))
 	v1.DELETE("/bookings/:id", writes, handleBookingCancel(svc))

@@ -44,6 +44,11 @@ type Options struct {
 	// proxies keep it open. Zero means 15s.
 	Heartbeat time.Duration
 
+	// QueuePoll is how often a live stream of a screening with a waiting
+	// room reads the queue's figures, and sends a "queue" event when they
+	// changed. Zero means 1s.
+	QueuePoll time.Duration
+
 	// MaxStreams bounds the live streams open at once on this server;
 	// beyond it a stream is answered 503 unavailable. Each stream holds a
 	// connection, a goroutine and a buffer for as long as its client
@@ -83,6 +88,9 @@ func NewServer(svc *reservation.Service, opts Options) http.Handler {
 	}
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = 15 * time.Second
+	}
+	if opts.QueuePoll <= 0 {
+		opts.QueuePoll = time.Second
 	}
 	m := newMetrics(opts.Registry)
 

@@ -85,6 +85,22 @@ type Queue interface {
 	// EntryByToken returns the entry of the screening's queue whose token
 	// has the hash, or ErrNotFound.
 	EntryByToken(ctx context.Context, screeningID string, tokenHash []byte) (QueueEntry, error)
+
+	// Stats returns the screening's queue as a whole, after admitting;
+	// zeros for a queue nobody joined.
+	Stats(ctx context.Context, q QueueConfig, screeningID string) (QueueStats, error)
+}
+
+// QueueStats is a screening's waiting room as a whole: what the live seat
+// map shows of it.
+type QueueStats struct {
+	// Waiting is how many entries wait in the queue now.
+	Waiting int
+	// Admitted is how many entries the queue has admitted since it began,
+	// whether their admission lasts or has ended.
+	Admitted int
+	// AdmitPerSecond is the queue's pace, from the screening.
+	AdmitPerSecond int
 }
 
 // Errors of the waiting room.
@@ -205,6 +221,16 @@ func (s *Service) QueueEntry(ctx context.Context, id, token string) (QueueEntry,
 		return QueueEntry{}, errorf(ErrForbidden, "the token does not match this queue entry")
 	}
 	return e, nil
+}
+
+// QueueStats returns the waiting room of a screening as a whole. It
+// returns ErrNoQueue for a screening without one, or ErrUnavailable.
+func (s *Service) QueueStats(ctx context.Context, sc Screening) (QueueStats, error) {
+	q, err := s.queueOf(sc)
+	if err != nil {
+		return QueueStats{}, err
+	}
+	return s.opts.Queue.Stats(ctx, q, sc.ID)
 }
 
 // admitted is the one place that decides whether a booking or a hold may

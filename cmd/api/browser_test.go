@@ -463,3 +463,37 @@ func TestSeatMapHolds(t *testing.T) {
 		within(t, ctx, 10*time.Second, "A1 shown free after its hold of 1s expired", chromedp.WaitVisible(seat("A1")+`[data-status="free"]`))
 	})
 }
+
+// TestSeatMapShowsQueue opens the seat map of a screening with a waiting
+// room, has buyers join from outside, and watches the page count them
+// waiting, then admitted at the queue's pace; a screening without one
+// shows no waiting room.
+func TestSeatMapShowsQueue(t *testing.T) {
+	ctx := browser(t)
+	api := startAPI(t, nil)
+	plain := createScreening(t, api.url, `{"id":"browser-plain","movie":"No line","rows":1,"seats_per_row":3}`)
+	s := createScreening(t, api.url, `{"id":"browser-queue","movie":"On sale","rows":2,"seats_per_row":4,"queue":{"admit_per_s":1}}`)
+
+	within(t, ctx, 10*time.Second, "the map of a screening without a waiting room",
+		chromedp.Navigate(api.url+"/?screening="+plain.ID), chromedp.WaitVisible(`button.seat[data-seat="A3"]`))
+	if got := shown(t, ctx, "#queue"); len(got) > 0 {
+		t.Errorf("shown without a waiting room: %q", got)
+	}
+
+	within(t, ctx, 10*time.Second, "the waiting room of the screening",
+		chromedp.Navigate(api.url+"/?screening="+s.ID), chromedp.WaitVisible("#queue"))
+	if got := shown(t, ctx, "#queue"); len(got) != 1 || !strings.Contains(got[0], "waiting 0") ||
+		!strings.Contains(got[0], "admitted 0") || !strings.Contains(got[0], "up to 1 a second") {
+		t.Fatalf("waiting room %q, want nobody waiting or admitted, at 1 a second", got)
+	}
+	for i := range 3 {
+		if r := call(t, "POST", api.url+"/v1/screenings/"+s.ID+"/queue", `{"customer":"buyer `+strconv.Itoa(i)+`"}`); r.status != 201 {
+			t.Fatalf("join %d: %d %s", i, r.status, r.body)
+		}
+	}
+	// At 1 a second the third buyer waits two seconds: the page counts
+	// every buyer, and shows them all admitted at the end.
+	until(t, ctx, 20*time.Second, "all three buyers shown admitted",
+		`document.getElementById("queue-admitted").textContent === "admitted 3" &&
+		 document.getElementById("queue-waiting").textContent === "waiting 0"`)
+}

@@ -8,7 +8,8 @@
 -- KEYS[3] state: hash of the queue: rate, for_ms, idle_ms, keep_ms (its
 --                settings), ticket (the last ticket given), epoch and count
 --                (the pace: the count-th admission since epoch is due at
---                epoch + count * 1000 / rate ms)
+--                epoch + count * 1000 / rate ms), admitted (every
+--                admission since the queue began)
 -- ARGV[1] the prefix of the entries' keys: prefix .. 'e:' .. id is an
 --         entry's hash, prefix .. 't:' .. token hash its id. They share the
 --         KEYS' hash tag, so they live in the same cluster slot.
@@ -92,6 +93,7 @@ local function advance(now)
     epoch, count = now, 0
   end
   redis.call('HSET', state, 'epoch', epoch, 'count', count)
+  if #waits > 0 then redis.call('HINCRBY', state, 'admitted', #waits) end
   return waits, #gone
 end
 
@@ -114,9 +116,10 @@ local function view(id, now)
 end
 
 -- answer is what every script returns: the admissions and leavings it
--- made, the length of the line, and the entry.
+-- made, the length of the line, the entry (empty without an id) and how
+-- many the queue has admitted since it began.
 local function answer(id, now, waits, left)
   local entry = {}
   if id then entry = view(id, now) end
-  return {waits, left, redis.call('ZCARD', wait), entry}
+  return {waits, left, redis.call('ZCARD', wait), entry, num(state, 'admitted', 0)}
 end

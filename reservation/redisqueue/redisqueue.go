@@ -21,11 +21,14 @@ var (
 	joinSource string
 	//go:embed entry.lua
 	entrySource string
+	//go:embed stats.lua
+	statsSource string
 
 	// Every script begins with admit.lua: each call admits whoever's turn
 	// has come before it answers.
 	joinScript  = redis.NewScript(admitSource + joinSource)
 	entryScript = redis.NewScript(admitSource + entrySource)
+	statsScript = redis.NewScript(admitSource + statsSource)
 )
 
 // Client is what Queue needs from a go-redis client: running scripts and
@@ -132,11 +135,29 @@ func (q *Queue) entry(ctx context.Context, screeningID, id, tokenHex string) (re
 	return q.answer(screeningID, reply)
 }
 
-// answer reads what every script returns (see answer in admit.lua),
-// counting the admissions and leavings it reports.
-func (q *Queue) answer(screeningID string, reply []any) (reservation.QueueEntry, []byte, error) {
-	if len(reply) != 4 {
-		return reservation.QueueEntry{}, nil, fmt.Errorf("redisqueue: a script answered %d values, want 4: %w", len(reply), reservation.ErrUnavailable)
+// Stats returns the screening's queue as a whole, after admitting whoever's
+// turn has come; zeros for a queue nobody joined. It returns an error
+// wrapping reservation.ErrUnavailable when Redis does not answer.
+func (q *Queue) Stats(ctx context.Context, cfg reservation.QueueConfig, screeningID string) (reservation.QueueStats, error) {
+	ks, prefix := keys(screeningID)
+	reply, err := statsScript.Run(ctx, q.client, ks, prefix).Slice()
+	if err != nil {
+		return reservation.QueueStats{}, unavailable("stats", err)
+	}
+	st, err := q.count(reply)
+	if err != nil {
+		return reservation.QueueStats{}, err
+	}
+	st.AdmitPerSecond = cfg.AdmitPerSecond
+	return st, nil
+}
+
+// count reads the part of what every script returns (see answer in
+// admit.lua) that is about the whole queue, counting the admissions and
+// leavings it reports.
+func (q *Queue) count(reply []any) (reservation.QueueStats, error) {
+	if len(reply) != 5 {
+		return reservation.QueueStats{}, fmt.Errorf("redisqueue: a script answered %d values, want 5: %w", len(reply), reservation.ErrUnavailable)
 	}
 	waits, _ := reply[0].([]any)
 	for _, w := range waits {
@@ -148,6 +169,17 @@ func (q *Queue) answer(screeningID string, reply []any) (reservation.QueueEntry,
 	q.metrics.left.Add(float64(left))
 	waiting, _ := reply[2].(int64)
 	q.metrics.waiting.Set(float64(waiting))
+	admitted, _ := reply[4].(int64)
+	return reservation.QueueStats{Waiting: int(waiting), Admitted: int(admitted)}, nil
+}
+
+// answer reads what every script that names an entry returns: the
+// queue's counts (see count) and the entry.
+func (q *Queue) answer(screeningID string, reply []any) (reservation.QueueEntry, []byte, error) {
+	st, err := q.count(reply)
+	if err != nil {
+		return reservation.QueueEntry{}, nil, err
+	}
 	f, _ := reply[3].([]any)
 	if len(f) != 8 {
 		return reservation.QueueEntry{}, nil, fmt.Errorf("redisqueue: screening %s: %w", screeningID, reservation.ErrNotFound)
@@ -172,7 +204,7 @@ func (q *Queue) answer(screeningID string, reply []any) (reservation.QueueEntry,
 		Admitted:    admitted == 1,
 		Expired:     expired == 1,
 		ETA:         time.Duration(etaMS) * time.Millisecond,
-		Waiting:     int(waiting),
+		Waiting:     st.Waiting,
 	}
 	if e.Admitted {
 		e.AdmittedUntil = time.UnixMilli(untilMS).UTC()

@@ -205,3 +205,36 @@ func TestEmbeddedRedis(t *testing.T) {
 	l := join(t, queueConfig(4, time.Minute, time.Minute), 6, a, b)
 	wait.For(t, 20*time.Second, "every entry admitted", func() bool { return inOrder(t, l.look(t, b, a)) })
 }
+
+// TestStats: a queue's figures count every entry once, waiting or
+// admitted, whichever instance asks; a queue nobody joined is zeros and
+// leaves no key behind.
+func TestStats(t *testing.T) {
+	url := testenv.RedisURL(t)
+	a, b := instance(t, url), instance(t, url)
+	cfg := queueConfig(1000, time.Minute, time.Minute)
+
+	none := "q-" + uuid.NewString()
+	if st, err := a.Stats(t.Context(), cfg, none); err != nil || st != (reservation.QueueStats{AdmitPerSecond: 1000}) {
+		t.Fatalf("queue nobody joined: %+v %v, want zeros at 1000 a second", st, err)
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(opts)
+	t.Cleanup(func() { client.Close() })
+	if n, err := client.Keys(t.Context(), "seatlock:queue:{"+none+"}*").Result(); err != nil || len(n) != 0 {
+		t.Fatalf("keys of a queue nobody joined: %v %v, want none", n, err)
+	}
+
+	const n = 5
+	l := join(t, cfg, n, a, b)
+	wait.For(t, 10*time.Second, "every entry admitted in the figures", func() bool {
+		st, err := b.Stats(t.Context(), cfg, l.screening)
+		if err != nil || st.Waiting+st.Admitted != n || st.AdmitPerSecond != 1000 {
+			t.Fatalf("stats %+v %v, want %d entries counted once at 1000 a second", st, err, n)
+		}
+		return st.Admitted == n
+	})
+}
