@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/internal/testenv"
@@ -32,7 +33,7 @@ func TestRedisWaitReplicas(t *testing.T) {
 	replica := testenv.StartRedisServer(t, func(int, string) []string {
 		return []string{"--replicaof", "127.0.0.1", primaryPort}
 	})
-	pc := redis.NewClient(&redis.Options{Addr: primary.Addr})
+	pc := redis.NewClient(connOptions(primary.Addr, 0))
 	t.Cleanup(func() { _ = pc.Close() })
 	rc := redis.NewClient(&redis.Options{Addr: replica.Addr})
 	t.Cleanup(func() { _ = rc.Close() })
@@ -120,6 +121,16 @@ func waitReplication(t *testing.T, primary, replica *redis.Client) {
 	}
 }
 
+// connOptions are the options of a client whose acquires wait for replicas:
+// such an acquire runs on a redis.Conn of its own, and go-redis's handshake
+// for maintenance notifications, refused by a Redis before 8, then writes
+// the options every such Conn shares without a lock they share (a data
+// race), so the handshake is off, as cmd/api has it.
+func connOptions(addr string, poolSize int) *redis.Options {
+	return &redis.Options{Addr: addr, PoolSize: poolSize,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}}
+}
+
 func TestNewRedisWaitReplicasPanics(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -168,7 +179,7 @@ func TestRedisWaitReplicasBoundedUnderLoad(t *testing.T) {
 	// counted returns a client of the primary with a pool of poolSize
 	// connections, and a count of the WAITs sent on it.
 	counted := func(poolSize int) (*redis.Client, *atomic.Int64) {
-		c := redis.NewClient(&redis.Options{Addr: primary.Addr, PoolSize: poolSize})
+		c := redis.NewClient(connOptions(primary.Addr, poolSize))
 		t.Cleanup(func() { _ = c.Close() })
 		var waits atomic.Int64
 		c.AddHook(testenv.AfterCommand(func(_ context.Context, cmd redis.Cmder, err error) error {

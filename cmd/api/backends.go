@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/seatlock/seatlock/internal/embeddedredis"
 	"github.com/seatlock/seatlock/locking"
@@ -401,6 +402,12 @@ func newRedisClient(rawURL string, pool redisPool) (*redis.Client, error) {
 		return nil, err
 	}
 	opts.DialerRetries = dialerRetries
+	// No handshake for maintenance notifications (a managed Redis's
+	// upgrades, which nothing here uses): a Redis before 8 refuses it, and
+	// go-redis then rewrites the options that every redis.Conn of this
+	// client shares (the replica-waiting acquires take one each) without a
+	// lock they share, a data race. Failover clients have it off already.
+	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	pool.apply(&opts.PoolSize, &opts.PoolTimeout, &opts.ContextTimeoutEnabled)
 	return redis.NewClient(opts), nil
 }
