@@ -11,8 +11,8 @@ A=$(lab_start a DATABASE_URL="$DB" PAYMENT_URL="$PAY" DB_MAX_CONNS=8) # lab
 B=$(lab_start b DATABASE_URL="$DB" PAYMENT_URL="$PAY" DB_MAX_CONNS=8) # lab
 C=$(lab_start c DATABASE_URL="$DB" PAYMENT_URL="$PAY" DB_MAX_CONNS=8) # lab
 
-curl -s -X POST "$A/v1/screenings" -d '{"id":"race","movie":"Premiere","rows":10,"seats_per_row":20,"hold_ttl_ms":5000}' | jq -c '{id, rows, seats_per_row, queue}' | tee "$LAB_DIR/race.json" # lab
-curl -s -X POST "$A/v1/screenings" -d '{"id":"queue","movie":"Premiere","rows":10,"seats_per_row":20,"hold_ttl_ms":5000,"queue":{"admit_per_s":20}}' | jq -c '{id, rows, seats_per_row, queue}' | tee "$LAB_DIR/queue.json" # lab
+curl -s -X POST "$A/v1/screenings" -H 'Content-Type: application/json' -d '{"id":"race","movie":"Premiere","rows":10,"seats_per_row":20,"hold_ttl_ms":5000}' | jq -c '{id, rows, seats_per_row, queue}' | tee "$LAB_DIR/race.json" # lab
+curl -s -X POST "$A/v1/screenings" -H 'Content-Type: application/json' -d '{"id":"queue","movie":"Premiere","rows":10,"seats_per_row":20,"hold_ttl_ms":5000,"queue":{"admit_per_s":20}}' | jq -c '{id, rows, seats_per_row, queue}' | tee "$LAB_DIR/queue.json" # lab
 lab_expect "$LAB_DIR/queue.json" '"admit_per_s":20' "the second screening has a waiting room"
 echo "seat maps: $A/?screening=race and $A/?screening=queue" # lab
 
