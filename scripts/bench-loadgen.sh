@@ -24,8 +24,10 @@
 #      by default; needs root): every API instance in a CPU cgroup of its
 #      own (v2 cpu.max, or v1 cpu.cfs_quota_us) with GOMAXPROCS=1, one
 #      instance with QUOTA_CLIENTS pinned clients against three with three
-#      times as many, at each quota of QUOTA, the two orders alternating
-#      from round to round; Postgres, Redis and loadgen are not limited.
+#      times as many, at each quota of QUOTA, each round in the order
+#      ABBA (one, three, three, one; the next round three, one, one,
+#      three), its efficiency from the means; Postgres, Redis and
+#      loadgen are not limited.
 #      Per run: bookings/s, API CPU per booking (all, cheapest and dearest
 #      instance, from each instance's confirmed bookings), the instances'
 #      context switches per booking (wake-ups), Postgres CPU per booking,
@@ -575,19 +577,25 @@ if [[ $parts == *" quota "* ]]; then
 	qclients="${QUOTA_CLIENTS:-64}"
 	echo "== quota: one instance with $qclients clients against three with $((3 * qclients)), each in a cgroup ($cg_root) of ${quotas[*]} CPU, GOMAXPROCS=1, ${qdur}s" >&2
 	for ((r = 1; r <= reps; r++)); do
-		order="1 3"
-		((r % 2 == 0)) && order="3 1" # alternating: neither always runs first
+		# Each round runs one configuration, the other twice, then the
+		# first again (ABBA), and takes the efficiency from the means: a
+		# machine whose speed drifts during the round (a shared host's
+		# can: the API's and Postgres's CPU per booking then move
+		# together) moves both sides of the ratio alike. The rounds alternate which one comes first.
+		order="1 3 3 1"
+		((r % 2 == 0)) && order="3 1 1 3"
 		for q in "${quotas[@]}"; do
 			for ((i = 0; i < ${#apis[@]}; i++)); do
 				tag=$(basename "${apis[i]}")
-				declare -A got=()
+				declare -A got=([1]=0 [3]=0)
 				part=quota
 				for n in $order; do
 					quota_run "${apis[i]}" "$tag" "${db}_$i" "$q" "$n" $((n * qclients))
-					got[$n]=$rps
+					got[$n]=$(awk -v s="${got[$n]}" -v v="$rps" 'BEGIN {print s + v}')
 					((valid)) || part=invalid
 				done
 				[[ $part == invalid ]] && echo "round $r at $q CPU: the efficiency is invalid, a run was" >&2
+				# Both configurations ran twice: the ratio of the sums is that of the means.
 				record "$part" "$tag-q$q-efficiency" "$(awk -v a="${got[1]}" -v b="${got[3]}" 'BEGIN {printf "%.3f", b / (3 * a)}')"
 				unset got
 			done
