@@ -33,7 +33,8 @@ type config struct {
 	AdminToken   string
 	PaymentURL   string // empty: the simulated payment (a wait)
 	// ReconcileEvery is how often the payment reconciler looks for
-	// payments left open (with PaymentURL).
+	// payments left open (with PaymentURL); zero runs no reconciler, which
+	// only a demonstration of what it is for wants.
 	ReconcileEvery time.Duration
 	DBMaxConns     int // Postgres connections of this instance, all pools together
 
@@ -163,7 +164,7 @@ func defineSettings(cfg *config, lock, guard, redlockURLs, zkServers *string) *s
 	dur(&cfg.HoldTTL, "hold-ttl", "HOLD_TTL", reservation.DefaultHoldTTL, "default length of a seat hold on new screenings, 1s to 1h")
 	fs.BoolVar(&cfg.Demo, "demo", false, "allow the unsafe choices lock=none and guard=off (env DEMO_MODE)")
 	env["demo"], hint["demo"] = "DEMO_MODE", "want true or false"
-	dur(&cfg.ReconcileEvery, "reconcile-every", "RECONCILE_EVERY", reservation.DefaultReconcileEvery, "how often this instance's payment reconciler looks for payments left open (with PAYMENT_URL)")
+	dur(&cfg.ReconcileEvery, "reconcile-every", "RECONCILE_EVERY", reservation.DefaultReconcileEvery, "how often this instance's payment reconciler looks for payments left open (with PAYMENT_URL); 0: no reconciler")
 	str(&cfg.PaymentURL, "payment-url", "PAYMENT_URL", "", "payment provider base URL (for example http://127.0.0.1:9100, see loadgen payments); empty means a simulated payment, a wait of the payment delay")
 	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", defaultDBMaxConns, "most Postgres connections this instance opens, store and postgres lock strategy together (env DB_MAX_CONNS)")
 	env["db-max-conns"], hint["db-max-conns"] = "DB_MAX_CONNS", "want a whole number"
@@ -288,8 +289,8 @@ func (c config) validateLimits() error {
 	if c.PaymentDelay < 0 || c.PaymentDelay > reservation.MaxPaymentDelay {
 		return fmt.Errorf("PAYMENT_DELAY %v must be from 0 to %v", c.PaymentDelay, reservation.MaxPaymentDelay)
 	}
-	if c.ReconcileEvery <= 0 {
-		return fmt.Errorf("RECONCILE_EVERY %v must be positive", c.ReconcileEvery)
+	if c.ReconcileEvery < 0 {
+		return fmt.Errorf("RECONCILE_EVERY %v must be positive, or 0 for no reconciler", c.ReconcileEvery)
 	}
 	if c.HoldTTL < reservation.MinHoldTTL || c.HoldTTL > reservation.MaxHoldTTL {
 		return fmt.Errorf("HOLD_TTL %v must be from %v to %v", c.HoldTTL, reservation.MinHoldTTL, reservation.MaxHoldTTL)

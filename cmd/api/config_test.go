@@ -100,6 +100,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"zero lock wait", []string{"-lock-wait", "0s"}, nil, "LOCK_WAIT"},
 		{"negative payment delay", []string{"-payment-delay", "-1s"}, nil, "PAYMENT_DELAY"},
 		{"payment delay over a minute", nil, map[string]string{"PAYMENT_DELAY": "61s"}, "PAYMENT_DELAY"},
+		{"negative reconcile interval", nil, map[string]string{"RECONCILE_EVERY": "-1s"}, "RECONCILE_EVERY"},
 		{"hold ttl under a second", []string{"-hold-ttl", "999ms"}, nil, "HOLD_TTL"},
 		{"hold ttl over an hour", nil, map[string]string{"HOLD_TTL": "61m"}, "HOLD_TTL"},
 		{"bad database URL", nil, map[string]string{"DATABASE_URL": "postgres://u:pw@host:notaport/db"}, "DATABASE_URL"},

@@ -195,7 +195,11 @@ func openApp(ctx context.Context, cfg config, reg *prometheus.Registry, logger *
 	if err != nil {
 		return nil, err
 	}
-	a.stopReconciler = startReconciler(a.svc)
+	if cfg.ReconcileEvery > 0 {
+		a.stopReconciler = startReconciler(a.svc)
+	} else if cfg.PaymentURL != "" {
+		logger.Warn("payments: the reconciler is off (RECONCILE_EVERY=0): a payment left open by a crash or a pause stays open, charged and never refunded")
+	}
 	a.handler = httpapi.NewServer(a.svc, httpapi.Options{
 		Logger:     logger,
 		Registry:   reg,
@@ -246,8 +250,10 @@ func newService(ctx context.Context, cfg config, b *backends, events reservation
 			return nil, err // checked by config.validate
 		}
 		payments = client
-		logger.Info("payments: charging through a provider; a payment left open is settled by the reconciler",
-			"url", cfg.PaymentURL, "settled_within", reservation.PaymentsSettleWithin(cfg.PaymentDelay, cfg.ReconcileEvery))
+		if cfg.ReconcileEvery > 0 {
+			logger.Info("payments: charging through a provider; a payment left open is settled by the reconciler",
+				"url", cfg.PaymentURL, "settled_within", reservation.PaymentsSettleWithin(cfg.PaymentDelay, cfg.ReconcileEvery))
+		}
 	}
 	svc := reservation.NewService(b.store, reservation.Options{
 		Payments:            payments,

@@ -45,7 +45,7 @@ func parseNemesisFlags(args []string, stderr io.Writer) (nemesisConfig, error) {
 	fs.IntVar(&cfg.clients, "clients", 16, "concurrent clients")
 	fs.StringVar(&cfg.lock, "lock", "", "lock strategy of the screenings (default: the server's, keyed+redis)")
 	fs.StringVar(&cfg.guard, "guard", "", "write guard of the screenings (default: the server's, fence); off needs no more than this flag: the nemesis starts its instances in demo mode then")
-	fs.DurationVar(&cfg.reconcileEvery, "reconcile-every", 2*time.Second, "RECONCILE_EVERY of the instances: how often a reconciler settles payments left open")
+	fs.DurationVar(&cfg.reconcileEvery, "reconcile-every", 2*time.Second, "RECONCILE_EVERY of the instances: how often a reconciler settles payments left open; 0: no reconciler")
 	fs.DurationVar(&cfg.paymentDelay, "payment-delay", 20*time.Millisecond, "payment time inside the critical section")
 	fs.DurationVar(&cfg.settle, "settle", 30*time.Second, "longest wait, after the load, for the ledger to settle")
 	if err := parseArgs(fs, args, stderr); err != nil {
