@@ -10,7 +10,8 @@
 // no timer of its own: most locks are released before their first renewal,
 // and a lock taken now is due after every lock already held, so the timer
 // rarely moves. The goroutine starts with the first watched lock and ends
-// when none is left, so a locker that holds nothing costs no goroutine.
+// as soon as none is left, so a locker that holds nothing costs no
+// goroutine.
 //
 // A renewal is a round trip that can hang on a dead connection. It runs in
 // a goroutine of its own, bounded by the lease's deadline, while the lock
@@ -185,23 +186,16 @@ func (w *Watchdog) Close() []Lease {
 	return held
 }
 
-// remove takes e out of the heap if it is there. w.mu must be held.
+// remove takes e out of the heap if it is there, and wakes the goroutine
+// when no lock is left, so that it returns now. w.mu must be held.
 func (w *Watchdog) remove(e *Entry) {
-	if e.watched {
-		heap.Remove(&w.locks, e.index)
+	if !e.watched {
+		return
 	}
-}
-
-// setDue sets when the watchdog must next look at e: at its next renewal,
-// or at its deadline when that comes first, when a renewal is in flight,
-// or when there are no renewals.
-func (e *Entry) setDue() {
-	e.due = e.deadline
-	if e.deadline.IsZero() {
-		e.due = time.Now().Add(100 * 365 * 24 * time.Hour) // never expires
-	}
-	if e.renewing == nil && !e.renewAt.IsZero() && e.renewAt.Before(e.due) {
-		e.due = e.renewAt
+	heap.Remove(&w.locks, e.index)
+	if len(w.locks) == 0 && w.running {
+		w.armedAt = time.Now()
+		w.timer.Reset(0)
 	}
 }
 
@@ -305,31 +299,4 @@ func (w *Watchdog) renew(e *Entry) {
 	if obs := w.opts.OnRenewed; obs != nil && !lost && w.ctx.Err() == nil {
 		obs(err)
 	}
-}
-
-// entryHeap orders entries by due time, for container/heap. Each entry
-// keeps its position in index, so that Unwatch removes it in O(log n).
-type entryHeap []*Entry
-
-func (h entryHeap) Len() int           { return len(h) }
-func (h entryHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
-func (h entryHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index = i
-	h[j].index = j
-}
-
-func (h *entryHeap) Push(x any) {
-	e := x.(*Entry)
-	e.index, e.watched = len(*h), true
-	*h = append(*h, e)
-}
-
-func (h *entryHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil // let the lock be collected
-	e.watched = false
-	*h = old[:len(old)-1]
-	return e
 }
