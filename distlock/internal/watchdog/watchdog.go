@@ -53,15 +53,14 @@ type Entry struct {
 }
 
 // Options configure a Watchdog. OnRenewed and OnLost, when set, are called
-// from the watchdog's goroutines, never under its mutex.
+// from its goroutines, never under its mutex.
 type Options struct {
 	Every     time.Duration // between renewals of a lock; 0 or less: none
 	OnRenewed func(err error)
 	OnLost    func() // once per lock lost while watched, by expiry or Forget
 }
 
-// Watchdog keeps the leases of one locker's locks. Its zero value is not
-// usable: call New.
+// Watchdog keeps the leases of one locker's locks; make one with New.
 type Watchdog struct {
 	opts   Options
 	ctx    context.Context    // for renewals; ended by Close
@@ -138,8 +137,7 @@ func (w *Watchdog) Extend(e *Entry, end time.Time) {
 	}
 }
 
-// Deadline returns until when e's lease is known to be valid: when the
-// watchdog declares it lost unless a renewal comes first.
+// Deadline returns when e's lock is declared lost unless renewed first.
 func (w *Watchdog) Deadline(e *Entry) time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
