@@ -123,13 +123,7 @@ func (r *Redis) leaseEnd(sent time.Time) time.Time {
 
 // Expire declares the lock lost because its lease ran out, for the
 // watchdog; last is the last failed renewal's error, or nil.
-func (l *redisLock) Expire(last error) {
-	if last != nil {
-		l.lose(fmt.Errorf("%w: the lease of %q ran out; last renewal: %w", ErrLost, l.keys, last))
-		return
-	}
-	l.lose(fmt.Errorf("%w: the lease of %q ran out without a renewal", ErrLost, l.keys))
-}
+func (l *redisLock) Expire(last error) { l.lose(lockstate.Expired(ErrLost, l.keys, last)) }
 
 // lose declares the lock lost with cause, unless it was lost or released
 // already, and stops watching it.

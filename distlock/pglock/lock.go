@@ -155,10 +155,4 @@ func (lk *lock) Renew(ctx context.Context) error { return lk.Refresh(ctx) }
 
 // Expire declares the lock lost because its lease ran out, for the
 // watchdog; last is the last failed check's error, or nil.
-func (lk *lock) Expire(last error) {
-	if last != nil {
-		lk.lose(fmt.Errorf("%w: the lease of %q ran out; last check: %w", distlock.ErrLost, lk.ks.keys, last))
-		return
-	}
-	lk.lose(fmt.Errorf("%w: the lease of %q ran out without a check", distlock.ErrLost, lk.ks.keys))
-}
+func (lk *lock) Expire(last error) { lk.lose(lockstate.Expired(distlock.ErrLost, lk.ks.keys, last)) }

@@ -131,10 +131,4 @@ func (lk *lock) Renew(ctx context.Context) error { return lk.Refresh(ctx) }
 
 // Expire declares the lock lost because its validity ran out, for the
 // watchdog; last is the last failed renewal's error, or nil.
-func (lk *lock) Expire(last error) {
-	if last != nil {
-		lk.lose(fmt.Errorf("%w: the validity of %q ran out; last renewal: %w", distlock.ErrLost, lk.ks.keys, last))
-		return
-	}
-	lk.lose(fmt.Errorf("%w: the validity of %q ran out without a renewal on a quorum", distlock.ErrLost, lk.ks.keys))
-}
+func (lk *lock) Expire(last error) { lk.lose(lockstate.Expired(distlock.ErrLost, lk.ks.keys, last)) }

@@ -19,12 +19,25 @@ import (
 // called once per subtest, with the subtest's t; it may return the same
 // store every time.
 func Run(t *testing.T, newStore func(t *testing.T) reservation.Store) {
-	t.Run("screenings", func(t *testing.T) { testScreenings(t, newStore) })
-	t.Run("book", func(t *testing.T) { testBook(t, newStore) })
-	t.Run("fence", func(t *testing.T) { testFence(t, newStore) })
+	t.Run("screenings", func(t *testing.T) {
+		testScreeningCreate(t, newStore)
+		testScreeningList(t, newStore)
+		testScreeningRefusals(t, newStore)
+	})
+	t.Run("book", func(t *testing.T) {
+		testBookFree(t, newStore)
+		testBookRefusals(t, newStore)
+	})
+	t.Run("fence", func(t *testing.T) {
+		testFenceOrder(t, newStore)
+		testFenceWhole(t, newStore)
+	})
 	t.Run("guard off", func(t *testing.T) { testGuardOff(t, newStore) })
 	t.Run("seats in use", func(t *testing.T) { testSeatsInUse(t, newStore) })
-	t.Run("cancel", func(t *testing.T) { testCancel(t, newStore) })
+	t.Run("cancel", func(t *testing.T) {
+		testCancelFrees(t, newStore)
+		testCancelAgain(t, newStore)
+	})
 	t.Run("idempotency", func(t *testing.T) { testIdempotency(t, newStore) })
 	t.Run("copies", func(t *testing.T) { testCopies(t, newStore) })
 	t.Run("concurrency", func(t *testing.T) { testConcurrency(t, newStore) })
@@ -35,12 +48,6 @@ func Run(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 			t.Fatalf("Ping: %v", err)
 		}
 	})
-}
-
-func testScreenings(t *testing.T, newStore func(t *testing.T) reservation.Store) {
-	testScreeningCreate(t, newStore)
-	testScreeningList(t, newStore)
-	testScreeningRefusals(t, newStore)
 }
 
 // testScreeningCreate checks that a created screening reads back as stored.
@@ -169,11 +176,6 @@ func testScreeningRefusals(t *testing.T, newStore func(t *testing.T) reservation
 	})
 }
 
-func testBook(t *testing.T, newStore func(t *testing.T) reservation.Store) {
-	testBookFree(t, newStore)
-	testBookRefusals(t, newStore)
-}
-
 // testBookFree checks that free seats are booked; taken ones are refused, listed,
 // and the refused booking writes nothing.
 func testBookFree(t *testing.T, newStore func(t *testing.T) reservation.Store) {
@@ -279,11 +281,6 @@ func cancelledAt5(t *testing.T, store reservation.Store) reservation.Screening {
 		t.Fatalf("Cancel: %v", err)
 	}
 	return sc
-}
-
-func testFence(t *testing.T, newStore func(t *testing.T) reservation.Store) {
-	testFenceOrder(t, newStore)
-	testFenceWhole(t, newStore)
 }
 
 // testFenceOrder checks that a write whose fence is not newer than the
@@ -452,11 +449,6 @@ func testSeatsInUse(t *testing.T, newStore func(t *testing.T) reservation.Store)
 	t.Run("booked seats of an unknown screening are none", func(t *testing.T) {
 		checkBooked(t, store, "no-such-"+uuid.NewString(), map[string]string{})
 	})
-}
-
-func testCancel(t *testing.T, newStore func(t *testing.T) reservation.Store) {
-	testCancelFrees(t, newStore)
-	testCancelAgain(t, newStore)
 }
 
 // testCancelFrees checks that a cancel frees the seats its booking still holds.
