@@ -1,7 +1,7 @@
 -- The write guard, written once. Every write that gives a seat away (a
--- booking, a hold, a hold's confirmation) upserts or updates the seat's row
--- and lets it through only where seat_writable says so; a refused write
--- asks refuse_seats why, and raises that as its error.
+-- booking's and a hold's, both through give_seats, and a hold's
+-- confirmation) lets it through only where seat_writable says so; a
+-- refused write asks refuse_seats why, and raises that as its error.
 
 -- seat_writable is the guard: may a writer whose lock carries p_fence (0 =
 -- no fencing token) give the seat of row s away now? The seat must not be
@@ -55,17 +55,44 @@ BEGIN
 END
 $$;
 
+-- give_seats is the guarded write: it gives p_seats to booking p_booking
+-- or to hold p_hold (whose row the caller has just inserted), all or
+-- nothing. Each seat row is created if the seat was never written, else
+-- updated where the guard lets it; p_blind (guard=off) drops the guard: the
+-- last writer wins. The seats are written in sorted order, so that two
+-- writes sharing seats wait for each other's row locks in one order and
+-- cannot deadlock. When the guard refuses a seat, refuse_seats raises the
+-- error, which undoes the whole statement.
+CREATE FUNCTION give_seats(
+    p_screening text, p_seats text[], p_fences bigint[], p_booking uuid, p_hold uuid, p_blind boolean
+) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    written bigint;
+BEGIN
+    INSERT INTO seats AS s (screening_id, seat, booking_id, fence, hold_id, hold_expires_at)
+    SELECT p_screening, w.seat, p_booking, w.fence, h.id, h.expires_at
+    FROM unnest(p_seats, p_fences) AS w (seat, fence)
+    LEFT JOIN holds h ON h.id = p_hold
+    ORDER BY w.seat
+    ON CONFLICT (screening_id, seat) DO UPDATE
+        SET booking_id = excluded.booking_id,
+            fence = GREATEST(s.fence, excluded.fence),
+            hold_id = excluded.hold_id, hold_expires_at = excluded.hold_expires_at
+        WHERE p_blind OR seat_writable(s, excluded.fence, NULL);
+    GET DIAGNOSTICS written = ROW_COUNT;
+    IF written < cardinality(p_seats) THEN
+        PERFORM refuse_seats(p_screening, p_seats, coalesce(p_booking, p_hold));
+    END IF;
+END
+$$;
+
 -- book_seats (first in migration 0003, same arguments and errors) writes a
--- confirmed booking and gives it its seats, all or nothing, in one
--- statement: the whole of Store.Book in one round trip. Called on its own,
--- it is one implicit transaction (its own commit); inside a transaction
--- (the postgres-xact strategy's), it is part of that one.
---
--- Each seat row is created if the seat was never written, else updated
--- where the guard lets it; p_blind (guard=off) drops the guard: the last
--- writer wins. The seats are written in sorted order, so that two writes
--- sharing seats wait for each other's row locks in one order and cannot
--- deadlock. When the guard refuses a seat, refuse_seats raises the error.
+-- confirmed booking and gives it its seats through give_seats, all or
+-- nothing, in one statement: the whole of Store.Book in one round trip.
+-- Called on its own, it is one implicit transaction (its own commit);
+-- inside a transaction (the postgres-xact strategy's), it is part of that
+-- one.
 CREATE OR REPLACE FUNCTION book_seats(
     p_booking uuid, p_screening text, p_customer text, p_seats text[], p_fences bigint[],
     p_token_hash bytea, p_created_at timestamptz,
@@ -73,51 +100,11 @@ CREATE OR REPLACE FUNCTION book_seats(
     p_blind boolean
 ) RETURNS void
 LANGUAGE plpgsql AS $$
-DECLARE
-    written bigint;
 BEGIN
     INSERT INTO bookings (id, screening_id, customer, seats, status, token_hash, created_at,
                           idem_key_hash, idem_request_hash, idem_sealed_token, idem_created_at)
     VALUES (p_booking, p_screening, p_customer, p_seats, 'confirmed', p_token_hash, p_created_at,
             p_idem_key_hash, p_idem_request_hash, p_idem_sealed_token, p_idem_created_at);
-
-    INSERT INTO seats AS s (screening_id, seat, booking_id, fence)
-    SELECT p_screening, w.seat, p_booking, w.fence
-    FROM unnest(p_seats, p_fences) AS w (seat, fence)
-    ORDER BY w.seat
-    ON CONFLICT (screening_id, seat) DO UPDATE
-        SET booking_id = excluded.booking_id,
-            fence = GREATEST(s.fence, excluded.fence),
-            hold_id = NULL, hold_expires_at = NULL
-        WHERE p_blind OR seat_writable(s, excluded.fence, NULL);
-    GET DIAGNOSTICS written = ROW_COUNT;
-    IF written < cardinality(p_seats) THEN
-        PERFORM refuse_seats(p_screening, p_seats, p_booking);
-    END IF;
-END
-$$;
-
--- hold_seats gives the seats to hold p_hold, whose row the caller has just
--- inserted, through the guard, as book_seats gives them to a booking, with
--- its errors.
-CREATE FUNCTION hold_seats(p_hold uuid, p_screening text, p_seats text[], p_fences bigint[]) RETURNS void
-LANGUAGE plpgsql AS $$
-DECLARE
-    written bigint;
-BEGIN
-    INSERT INTO seats AS s (screening_id, seat, fence, hold_id, hold_expires_at)
-    SELECT p_screening, w.seat, w.fence, h.id, h.expires_at
-    FROM unnest(p_seats, p_fences) AS w (seat, fence)
-    CROSS JOIN (SELECT id, expires_at FROM holds WHERE id = p_hold) AS h
-    ORDER BY w.seat
-    ON CONFLICT (screening_id, seat) DO UPDATE
-        SET hold_id = excluded.hold_id,
-            hold_expires_at = excluded.hold_expires_at,
-            fence = GREATEST(s.fence, excluded.fence)
-        WHERE seat_writable(s, excluded.fence, NULL);
-    GET DIAGNOSTICS written = ROW_COUNT;
-    IF written < cardinality(p_seats) THEN
-        PERFORM refuse_seats(p_screening, p_seats, p_hold);
-    END IF;
+    PERFORM give_seats(p_screening, p_seats, p_fences, p_booking, NULL, p_blind);
 END
 $$;

@@ -109,7 +109,7 @@ func bookArgs(w reservation.Write) []any {
 		idemKey, idemRequest, idemSealed, idemAt, w.Guard == reservation.GuardOff}
 }
 
-// guardError turns an error of a guarded write (book_seats, hold_seats)
+// guardError turns an error of the guarded write (give_seats)
 // into the store's errors: the error refuse_seats raises when the guard
 // refuses a seat becomes the domain's refusal, anything else is translated
 // as the error of operation op.

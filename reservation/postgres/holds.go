@@ -31,10 +31,10 @@ SELECT $1, $2, $3, $4, 'held', $5, t.now, t.now + $6::interval
 FROM (SELECT date_trunc('microseconds', clock_timestamp()) AS now) AS t
 RETURNING created_at, expires_at`
 
-// holdSeats gives the hold's seats to it through the write guard
-// (hold_seats, migration 0009), and raises an error that undoes the hold
+// holdSeats gives the hold's seats to it through the guarded write
+// (give_seats, migration 0009), which raises an error that undoes the hold
 // when the guard refuses a seat (see guardError).
-const holdSeats = `SELECT hold_seats($1, $2, $3, $4)`
+const holdSeats = `SELECT give_seats($2, $3, $4, NULL, $1, false)`
 
 // CreateHold records a new live hold on the seats, all or nothing, in one
 // transaction: begin, one batch with the hold's insert and the seats'
@@ -78,7 +78,7 @@ func createHold(ctx context.Context, tx pgx.Tx, w reservation.HoldWrite) (reserv
 }
 
 // holdResults reads the answers to CreateHold's batch: the hold's times
-// into h, and the error of hold_seats, if any.
+// into h, and the error of give_seats, if any.
 func holdResults(results pgx.BatchResults, h *reservation.Hold) error {
 	defer results.Close()
 	if err := results.QueryRow().Scan(&h.CreatedAt, &h.ExpiresAt); err != nil {
