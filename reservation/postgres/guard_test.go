@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/seatlock/seatlock/internal/testenv"
 )
 
@@ -16,13 +14,9 @@ import (
 func TestSeatWritable(t *testing.T) {
 	url := testenv.NewDatabase(t)
 	open(t, url) // migrates
+	conn := admin(t, url)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
 
 	const (
 		mine  = "00000000-0000-4000-8000-000000000001"
