@@ -57,15 +57,18 @@
 // timeout after it noticed a disconnection (see its doc), and flock has
 // no lease.
 //
-// One watchdog serves every lock of a Redis locker: one goroutine, one
-// timer, and a heap of the held locks ordered by when each is next due.
+// One watchdog serves every lock of a locker (package
+// distlock/internal/watchdog, shared by the Redis, Redlock and Postgres
+// backends): one goroutine, one timer, and a heap of the held locks
+// ordered by when each is next due.
 // Two timers per lock would do the same job, but a service that takes
 // thousands of locks a second would pay for creating and stopping them on
 // every lock, while almost none ever fires: most locks are released long
 // before their first renewal. Each renewal runs in a goroutine of its own,
-// so that one hanging on a dead connection neither delays the renewals of
-// the other locks nor the loss of its own lock, which the watchdog declares
-// at the lease's deadline all the same. Release takes the lock out of the
+// bounded by the lease's deadline, so that one hanging on a dead
+// connection neither delays the renewals of the other locks nor the loss
+// of its own lock, which the watchdog declares at the lease's deadline all
+// the same. Release takes the lock out of the
 // heap and waits for its renewal in flight, if any; Close stops the
 // watchdog, waits for it and its renewals, and declares the locks still
 // held lost, since nobody renews them any more.

@@ -30,7 +30,5 @@ func RefreshScriptHashForTest() string { return refreshScript.Hash() }
 // allowance and StopMargin.
 func DeadlineForTest(lock Lock) time.Time {
 	l := lock.(*redisLock)
-	l.r.watchdog.mu.Lock()
-	defer l.r.watchdog.mu.Unlock()
-	return l.deadline
+	return l.r.watchdog.Deadline(&l.wd)
 }

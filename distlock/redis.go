@@ -14,6 +14,7 @@ import (
 	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 	"github.com/seatlock/seatlock/distlock/internal/luascript"
 	"github.com/seatlock/seatlock/distlock/internal/releases"
+	"github.com/seatlock/seatlock/distlock/internal/watchdog"
 )
 
 var (
@@ -177,7 +178,7 @@ type Redis struct {
 	lease       lockstate.Lease // how a holder counts opts.TTL
 	leaseMillis any             // opts.TTL in milliseconds, boxed once for the scripts' ARGV
 	sub         *releases.Subscriber
-	watchdog    *watchdog
+	watchdog    *watchdog.Watchdog
 	conns       connClient // set only with opts.WaitReplicas
 }
 
@@ -232,7 +233,11 @@ func NewRedis(client RedisClient, opts RedisOptions) *Redis {
 		}
 		r.conns = conns
 	}
-	r.watchdog = newWatchdog(r)
+	wopts := watchdog.Options{Every: opts.RenewEvery}
+	if obs := opts.Observer; obs != nil {
+		wopts.OnRenewed, wopts.OnLost = obs.Renewed, obs.Lost
+	}
+	r.watchdog = watchdog.New(wopts)
 	return r
 }
 
@@ -245,7 +250,10 @@ func NewRedis(client RedisClient, opts RedisOptions) *Redis {
 // an Obtain that waits after Close is only woken by its backoff polling.
 // Close always returns nil.
 func (r *Redis) Close() error {
-	r.watchdog.close()
+	for _, l := range r.watchdog.Close() {
+		l := l.(*redisLock)
+		l.lose(fmt.Errorf("%w: the locker of %q was closed", ErrLost, l.keys))
+	}
 	r.sub.Close()
 	return nil
 }
@@ -370,8 +378,9 @@ func (r *Redis) acquire(ctx context.Context, l *redisLock) (heldKey, error) {
 			return heldKey{}, err
 		}
 	}
-	l.deadline = r.leaseEnd(sent)
-	r.watchdog.register(l)
+	if !r.watchdog.Watch(&l.wd, l, r.leaseEnd(sent)) {
+		l.lose(fmt.Errorf("%w: the locker of %q was closed", ErrLost, l.keys))
+	}
 	return heldKey{index: -1}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seatlock/seatlock/distlock/internal/lockstate"
+	"github.com/seatlock/seatlock/distlock/internal/watchdog"
 )
 
 // redisLock is a lock on Redis keys: held once acquire succeeded, and
@@ -42,13 +43,10 @@ type redisLock struct {
 	// set once by acquire, and gives Token, Lost and Err.
 	lockstate.State
 
-	// The watchdog's fields, protected by r.watchdog.mu: see watchdog.
-	index    int           // position in the watchdog's heap; -1 when not in it
-	due      time.Time     // when the watchdog must next look at this lock
-	renewAt  time.Time     // when the next renewal is due; zero: no watchdog
-	deadline time.Time     // until when the lease is surely valid on the server, less StopMargin
-	renewing chan struct{} // non-nil while a renewal is in flight; closed when it ends
-	lastErr  error         // the last failed renewal's error, for the loss report
+	// wd is the watchdog's record of the lock, its lease's deadline
+	// included (until when the lease is surely valid on the server, less
+	// StopMargin).
+	wd watchdog.Entry
 }
 
 var _ Lock = (*redisLock)(nil)
@@ -77,7 +75,6 @@ func (r *Redis) newLock(keys []string) (*redisLock, error) {
 		lockKeys:    names[n : 2*n],
 		acquireKeys: names[n:],
 		token:       lockstate.OwnerToken(),
-		index:       -1,
 	}
 	l.Keys = l.keys
 	l.argv = [2]any{l.token, r.leaseMillis}
@@ -124,29 +121,14 @@ func (r *Redis) leaseEnd(sent time.Time) time.Time {
 	return r.lease.End(sent)
 }
 
-// setDueLocked sets when the watchdog must next look at l: at the next
-// renewal, or at the lease's deadline when that comes first, when a
-// renewal is in flight, or when there is no watchdog. r.watchdog.mu must
-// be held.
-func (l *redisLock) setDueLocked() {
-	l.due = l.deadline
-	if l.renewing == nil && !l.renewAt.IsZero() && l.renewAt.Before(l.deadline) {
-		l.due = l.renewAt
-	}
-}
-
-// expiryCauseLocked says why the lease ran out. r.watchdog.mu must be held.
-func (l *redisLock) expiryCauseLocked() error {
-	if l.lastErr != nil {
-		return fmt.Errorf("%w: the lease of %q ran out; last renewal: %w", ErrLost, l.keys, l.lastErr)
-	}
-	return fmt.Errorf("%w: the lease of %q ran out without a renewal", ErrLost, l.keys)
-}
+// Expire declares the lock lost because its lease ran out, for the
+// watchdog; last is the last failed renewal's error, or nil.
+func (l *redisLock) Expire(last error) { l.lose(lockstate.Expired(ErrLost, l.keys, last)) }
 
 // lose declares the lock lost with cause, unless it was lost or released
 // already, and stops watching it.
 func (l *redisLock) lose(cause error) {
-	l.r.watchdog.forget(l)
+	l.r.watchdog.Forget(&l.wd)
 	l.Lose(cause)
 }
 
@@ -158,12 +140,12 @@ func (l *redisLock) Refresh(ctx context.Context) error {
 	if l.Err() != nil {
 		return ErrNotHeld
 	}
-	return l.refresh(ctx)
+	return l.Renew(ctx)
 }
 
-// refresh is Refresh without the first check, for the watchdog, which
-// only renews locks it still watches.
-func (l *redisLock) refresh(ctx context.Context) error {
+// Renew is Refresh without the first check, for the watchdog, which only
+// renews locks it still watches.
+func (l *redisLock) Renew(ctx context.Context) error {
 	sent := time.Now()
 	ok, err := l.r.scripts.Run(ctx, refreshScript, l.lockKeys, l.argv[:2]...).Bool()
 	if err != nil {
@@ -173,7 +155,7 @@ func (l *redisLock) refresh(ctx context.Context) error {
 		l.lose(fmt.Errorf("%w: a key of %q is gone or held by another owner", ErrLost, l.keys))
 		return ErrNotHeld
 	}
-	l.r.watchdog.extend(l, l.r.leaseEnd(sent))
+	l.r.watchdog.Extend(&l.wd, l.r.leaseEnd(sent))
 	return nil
 }
 
@@ -187,9 +169,7 @@ func (l *redisLock) Release(ctx context.Context) error {
 	if _, first := l.MarkReleased(ErrNotHeld); !first {
 		return ErrNotHeld
 	}
-	if renewing := l.r.watchdog.unregister(l); renewing != nil {
-		<-renewing
-	}
+	l.r.watchdog.Unwatch(&l.wd)
 
 	n, err := l.r.scripts.Run(ctx, releaseScript, l.lockKeys, l.argv[:1]...).Int()
 	if err != nil {

@@ -12,25 +12,24 @@ import (
 
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/internal/lockstate"
+	"github.com/seatlock/seatlock/distlock/internal/watchdog"
 )
 
 // lock is a set of keys held by one Postgres session.
 //
-// Its watchdog is one goroutine, started by newLock and ended by Release
-// (which closes stop and waits for done). It asks the server every
-// RenewEvery whether the session still holds the keys, which also keeps the
-// session from going idle for the TTL; it declares the lock lost when the
-// session has ended, or when the lease's deadline passes without a
-// successful check.
+// Its locker's watchdog (distlock/internal/watchdog) watches it from
+// newLock until Release or loss: it asks the server every RenewEvery
+// whether the session still holds the keys, which also keeps the session
+// from going idle for the TTL, and declares the lock lost when the session
+// has ended, or when the lease's deadline passes without a successful
+// check. A check that cannot finish by the deadline is cut off, which
+// closes the connection: a loss.
 type lock struct {
 	locker *Locker
 	ks     *keySet
-	stop   chan struct{} // closed by Release: the watchdog returns
-	done   chan struct{} // closed by the watchdog when it returns
 
 	// connMu serialises the use of conn, which runs one statement at a
-	// time: a check by the watchdog, a Refresh, the Release. It is taken
-	// before mu, never after.
+	// time: a check by the watchdog, a Refresh, the Release.
 	connMu sync.Mutex
 	conn   *pgxpool.Conn // nil once Release gave it back
 
@@ -39,9 +38,10 @@ type lock struct {
 	// and Err, which answer at once: no lock held during I/O guards it.
 	lockstate.State
 
-	// mu protects deadline; it is never held during I/O.
-	mu       sync.Mutex
-	deadline time.Time // until when the server surely keeps the session, less StopMargin; zero without a TTL
+	// wd is the watchdog's record of the lock, its deadline included
+	// (until when the server surely keeps the session, less StopMargin;
+	// zero without a TTL).
+	wd watchdog.Entry
 }
 
 var _ distlock.Lock = (*lock)(nil)
@@ -52,11 +52,8 @@ func newLock(l *Locker, conn *pgxpool.Conn, ks *keySet, fences []int64, sent tim
 		ks:     ks,
 		conn:   conn,
 		State:  lockstate.State{Keys: ks.keys, Fences: fences},
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
 	}
-	lk.deadline = l.leaseEnd(sent)
-	go lk.watch()
+	l.watchdog.Watch(&lk.wd, lk, l.leaseEnd(sent)) // never closed: always watched
 	return lk
 }
 
@@ -72,8 +69,11 @@ func (l *Locker) leaseEnd(sent time.Time) time.Time {
 }
 
 // lose declares the lock lost with cause, unless it was lost or released
-// already.
-func (lk *lock) lose(cause error) { lk.Lose(cause) }
+// already, and stops watching it.
+func (lk *lock) lose(cause error) {
+	lk.locker.watchdog.Forget(&lk.wd)
+	lk.Lose(cause)
+}
 
 // Refresh asks the server whether this session still holds every key,
 // which also restarts the session's idle timer (the lease). It returns
@@ -102,15 +102,13 @@ func (lk *lock) Refresh(ctx context.Context) error {
 		return distlock.ErrNotHeld
 	}
 	if lk.Err() == nil {
-		lk.mu.Lock()
-		lk.deadline = lk.locker.leaseEnd(sent)
-		lk.mu.Unlock()
+		lk.locker.watchdog.Extend(&lk.wd, lk.locker.leaseEnd(sent))
 	}
 	return nil
 }
 
 // Release unlocks every key and gives the connection back to the pool, in
-// one round trip, and stops the watchdog. It returns distlock.ErrNotHeld if
+// one round trip, and stops watching it. It returns distlock.ErrNotHeld if
 // the lock was lost or released before, or if the session held a key no
 // more. When anything is in doubt the connection is closed instead of
 // pooled, which frees whatever the session held.
@@ -119,8 +117,7 @@ func (lk *lock) Release(ctx context.Context) error {
 	if !first {
 		return fmt.Errorf("%w: released already", distlock.ErrNotHeld)
 	}
-	close(lk.stop)
-	<-lk.done
+	lk.locker.watchdog.Unwatch(&lk.wd)
 
 	lk.connMu.Lock()
 	defer lk.connMu.Unlock()
@@ -153,57 +150,9 @@ func (lk *lock) Release(ctx context.Context) error {
 	return nil
 }
 
-// watch is the watchdog goroutine; see lock.
-func (lk *lock) watch() {
-	defer close(lk.done)
-	var renew <-chan time.Time
-	if every := lk.locker.opts.RenewEvery; every > 0 {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		renew = t.C
-	}
-	var expiry <-chan time.Time
-	var expiryTimer *time.Timer
-	if deadline := lk.leaseDeadline(); !deadline.IsZero() {
-		expiryTimer = time.NewTimer(time.Until(deadline))
-		defer expiryTimer.Stop()
-		expiry = expiryTimer.C
-	}
-	for {
-		select {
-		case <-lk.stop:
-			return
-		case <-expiry:
-			if left := time.Until(lk.leaseDeadline()); left > 0 {
-				expiryTimer.Reset(left)
-				continue
-			}
-			lk.lose(fmt.Errorf("%w: the lease of %q ran out without a check", distlock.ErrLost, lk.ks.keys))
-			return
-		case <-renew:
-			if errors.Is(lk.check(), distlock.ErrNotHeld) {
-				return // lost
-			}
-		}
-	}
-}
+// Renew is Refresh, for the watchdog.
+func (lk *lock) Renew(ctx context.Context) error { return lk.Refresh(ctx) }
 
-// check runs one Refresh for the watchdog, bounded by the lease's deadline
-// (or by RenewEvery without a TTL): a check that cannot finish by then
-// cuts the connection, which is a loss, and a loss that the deadline
-// declares on time.
-func (lk *lock) check() error {
-	deadline := lk.leaseDeadline()
-	if deadline.IsZero() {
-		deadline = time.Now().Add(max(lk.locker.opts.RenewEvery, time.Second))
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	return lk.Refresh(ctx)
-}
-
-func (lk *lock) leaseDeadline() time.Time {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	return lk.deadline
-}
+// Expire declares the lock lost because its lease ran out, for the
+// watchdog; last is the last failed check's error, or nil.
+func (lk *lock) Expire(last error) { lk.lose(lockstate.Expired(distlock.ErrLost, lk.ks.keys, last)) }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/internal/lockstate"
+	"github.com/seatlock/seatlock/distlock/internal/watchdog"
 )
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -133,12 +134,14 @@ type Options struct {
 // for at once, and give the Locker a pool of its own: a pool shared with
 // the store can be emptied by waiters.
 //
-// A Locker is safe for concurrent use. It owns no goroutine beyond those
-// of held locks, and needs no Close.
+// A Locker is safe for concurrent use. Its one goroutine, the watchdog's,
+// runs only while it holds a lock, so it needs no Close.
 type Locker struct {
 	pool  *pgxpool.Pool
 	opts  Options         // with defaults applied
 	lease lockstate.Lease // how a holder counts opts.TTL; unused without a TTL
+
+	watchdog *watchdog.Watchdog // renews and expires the held locks
 
 	// tableReady is set once FenceTableDDL succeeded. Two first Obtains
 	// may both run it, which is harmless: it is idempotent, and
@@ -172,7 +175,7 @@ func New(pool *pgxpool.Pool, opts Options) *Locker {
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace
 	}
-	return &Locker{pool: pool, opts: opts, lease: lease}
+	return &Locker{pool: pool, opts: opts, lease: lease, watchdog: watchdog.New(watchdog.Options{Every: opts.RenewEvery})}
 }
 
 // KeyID returns the advisory lock id of key: the first 8 bytes of the

@@ -49,8 +49,8 @@
 //
 // Release and Refresh run on every node too: compare-and-delete and
 // compare-and-extend of the owner token, in one script per node. Refresh
-// succeeds when a quorum extended the lease within the new validity; a
-// watchdog refreshes every TTL/3, and the lock is lost (Lost is closed,
+// succeeds when a quorum extended the lease within the new validity; the
+// watchdog all lease-based backends share refreshes every TTL/3, and the lock is lost (Lost is closed,
 // Err wraps distlock.ErrLost) when a quorum refused (the keys are gone or
 // someone else's) or when the validity runs out before a renewal reached a
 // quorum, for example because a majority of the nodes is down. Release

@@ -22,7 +22,5 @@ func AcquireScriptHashForTest() string { return acquireScript.Hash() }
 // StopMargin.
 func DeadlineForTest(l distlock.Lock) time.Time {
 	lk := l.(*lock)
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	return lk.deadline
+	return lk.l.watchdog.Deadline(&lk.wd)
 }

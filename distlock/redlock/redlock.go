@@ -17,6 +17,7 @@ import (
 	"github.com/seatlock/seatlock/distlock/internal/lockstate"
 	"github.com/seatlock/seatlock/distlock/internal/luascript"
 	"github.com/seatlock/seatlock/distlock/internal/releases"
+	"github.com/seatlock/seatlock/distlock/internal/watchdog"
 )
 
 var _ distlock.Locker = (*Locker)(nil)
@@ -113,12 +114,13 @@ type Options struct {
 // it, within its lease. It is safe for concurrent use. Call Close when
 // done with it: it stops the pub/sub connections that wake waiters.
 type Locker struct {
-	nodes  []*batch.Batcher       // nodes[i] runs the scripts on node i, batching concurrent calls
-	calls  callers                // the goroutines that make fanOut's calls
-	subs   []*releases.Subscriber // subs[i] carries node i's releases; nil if its client cannot subscribe
-	opts   Options                // with defaults applied
-	lease  lockstate.Lease        // how a holder counts opts.TTL
-	quorum int                    // N/2 + 1: any two quorums share a node
+	nodes    []*batch.Batcher       // nodes[i] runs the scripts on node i, batching concurrent calls
+	calls    callers                // the goroutines that make fanOut's calls
+	subs     []*releases.Subscriber // subs[i] carries node i's releases; nil if its client cannot subscribe
+	opts     Options                // with defaults applied
+	lease    lockstate.Lease        // how a holder counts opts.TTL
+	quorum   int                    // N/2 + 1: any two quorums share a node
+	watchdog *watchdog.Watchdog     // renews and expires the held locks
 
 	// The scripts' arguments that never change, boxed once.
 	leaseMillis any // opts.TTL in milliseconds
@@ -171,6 +173,7 @@ func New(clients []Client, opts Options) *Locker {
 		quorum:      len(clients)/2 + 1,
 		leaseMillis: opts.TTL.Milliseconds(),
 		fencing:     "0",
+		watchdog:    watchdog.New(watchdog.Options{Every: opts.RenewEvery}),
 	}
 	if opts.Fencing {
 		l.fencing = "1"
@@ -188,8 +191,8 @@ func New(clients []Client, opts Options) *Locker {
 
 // Close stops the pub/sub connections that wake waiting Obtains, and the
 // goroutines kept for calls to the nodes, and waits for their goroutines.
-// Obtains still waiting then poll; locks and their watchdogs are not
-// affected, and calls to the nodes after Close start goroutines of their
+// Obtains still waiting then poll; held locks are still renewed (the
+// watchdog's goroutine ends once none is held), and calls to the nodes after Close start goroutines of their
 // own.
 func (l *Locker) Close() error {
 	for _, s := range l.subs {
@@ -391,7 +394,7 @@ func (l *Locker) attempt(ctx context.Context, ks *keySet) attemptResult {
 		ok = l.raise(ctx, ks, token, fences, granted) >= l.quorum && time.Now().Before(deadline)
 	}
 	if ok {
-		return attemptResult{lock: newLock(ctx, l, ks, token, fences, deadline), refused: res.refused}
+		return attemptResult{lock: newLock(l, ks, token, fences, deadline), refused: res.refused}
 	}
 	// Not held: undo whatever was granted, on every node (a node that timed
 	// out may have run the script all the same), even if ctx has ended.

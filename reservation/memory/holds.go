@@ -116,20 +116,12 @@ func (s *Store) Hold(ctx context.Context, id string) (reservation.Hold, []byte, 
 // the check of the hold's expiry and status and the write one step. See
 // reservation.HoldStore.
 func (s *Store) ConfirmHold(ctx context.Context, holdID string, w reservation.Write) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := w.Validate(); err != nil {
-		return err
-	}
-	b := w.Booking
-	defer s.claimPayment(w)()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	paid, err := s.pendingFor(w)
+	paid, done, err := s.startWrite(ctx, w)
 	if err != nil {
 		return err
 	}
+	defer done()
+	b := w.Booking
 	h, ok := s.holds[holdID]
 	switch {
 	case !ok:

@@ -213,21 +213,12 @@ func (s *Store) DoubleBookedSeats(ctx context.Context, screeningID string) (map[
 // booking id that is not a uuid, no seats or a seat twice, an unknown
 // guard). Nothing is written when it fails.
 func (s *Store) Book(ctx context.Context, w reservation.Write) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := w.Validate(); err != nil {
-		return err
-	}
-	b := w.Booking
-	defer s.claimPayment(w)()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-
-	paid, err := s.pendingFor(w)
+	paid, done, err := s.startWrite(ctx, w)
 	if err != nil {
 		return err
 	}
+	defer done()
+	b := w.Booking
 	if _, ok := s.screenings[b.ScreeningID]; !ok {
 		return fmt.Errorf("memory: screening %q: %w", b.ScreeningID, reservation.ErrNotFound)
 	}

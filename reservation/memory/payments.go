@@ -213,3 +213,27 @@ func copyPayment(p reservation.Payment) reservation.Payment {
 	p.KeyHash = slices.Clone(p.KeyHash)
 	return p
 }
+
+// startWrite begins a write of w (a booking, or a hold's confirmation): it
+// checks ctx and w, claims w's payment, then takes the store's mutex, and
+// returns w's pending payment, if any. done gives the mutex back, then the
+// claim; when err is not nil, both are given back already.
+func (s *Store) startWrite(ctx context.Context, w reservation.Write) (paid *payment, done func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if err := w.Validate(); err != nil {
+		return nil, nil, err
+	}
+	release := s.claimPayment(w)
+	s.mu.Lock()
+	done = func() {
+		s.mu.Unlock()
+		release()
+	}
+	if paid, err = s.pendingFor(w); err != nil {
+		done()
+		return nil, nil, err
+	}
+	return paid, done, nil
+}

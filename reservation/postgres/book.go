@@ -1,5 +1,5 @@
 // The guarded write of a booking: Store.Book, one statement (book_seats,
-// migration 0003), and how its refusals become the domain's errors.
+// migration 0009), and how its refusals become the domain's errors.
 
 package postgres
 
@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -23,9 +22,9 @@ INSERT INTO bookings (id, screening_id, customer, seats, status, token_hash, cre
 VALUES ($1, $2, $3, $4, 'confirmed', $5, $6, $7, $8, $9, $10)`
 
 // bookSeats is the whole of Book in one statement: the function book_seats
-// of migration 0003 inserts the booking and upserts its seats through the
-// guard, and raises an error that undoes both when the guard refuses a seat
-// (see bookError).
+// of migration 0009 inserts the booking and upserts its seats through the
+// guard (seat_writable), and raises an error that undoes both when the guard refuses a seat
+// (see guardError).
 const bookSeats = `SELECT book_seats($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 
 // Book writes a confirmed booking and gives it its seats, all or nothing,
@@ -72,7 +71,7 @@ func bookAlone(ctx context.Context, conn *pgxpool.Conn, w reservation.Write) err
 		// answered, it may have committed.
 		return fmt.Errorf("postgres: book: %w: %w", reservation.ErrWriteInDoubt, err)
 	}
-	return bookError(err)
+	return guardError("book", err)
 }
 
 // execer is what book needs of a connection or a transaction.
@@ -83,7 +82,7 @@ type execer interface {
 // book writes a validated w through q: on a connection, in a transaction
 // of its own; in a transaction, as part of it, which the caller then
 // commits (on success) or rolls back. It returns the driver's error, for
-// bookError to translate.
+// guardError to translate.
 func book(ctx context.Context, q execer, w reservation.Write) error {
 	if w.PaymentID != "" {
 		_, err := q.Exec(ctx, bookPaid, append([]any{w.PaymentID, w.ChargeID}, bookArgs(w)...)...)
@@ -110,13 +109,14 @@ func bookArgs(w reservation.Write) []any {
 		idemKey, idemRequest, idemSealed, idemAt, w.Guard == reservation.GuardOff}
 }
 
-// bookError turns an error of book into the errors of Book: the error
-// book_seats raises when its guard refuses a seat becomes the domain's
-// refusal, anything else is translated.
-func bookError(err error) error {
+// guardError turns an error of the guarded write (give_seats)
+// into the store's errors: the error refuse_seats raises when the guard
+// refuses a seat becomes the domain's refusal, anything else is translated
+// as the error of operation op.
+func guardError(op string, err error) error {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
-		return translate("book", err)
+		return translate(op, err)
 	}
 	switch pgErr.Code {
 	case "SLTKN":
@@ -124,11 +124,11 @@ func bookError(err error) error {
 	case "SLHLD":
 		return &reservation.SeatsHeldError{Seats: strings.Split(pgErr.Detail, ",")}
 	case "SLSTL":
-		return fmt.Errorf("postgres: book: %w", reservation.ErrStaleToken)
+		return fmt.Errorf("postgres: %s: %w", op, reservation.ErrStaleToken)
 	case "SLPAY":
-		return fmt.Errorf("postgres: book: %w", reservation.ErrPaymentSettled)
+		return fmt.Errorf("postgres: %s: %w", op, reservation.ErrPaymentSettled)
 	}
-	return translate("book", err)
+	return translate(op, err)
 }
 
 // bookResults reads the answers to Book's batch: the seats the upsert wrote.
@@ -145,43 +145,4 @@ func bookResults(results pgx.BatchResults) ([]string, error) {
 		return nil, err
 	}
 	return written, results.Close()
-}
-
-const selectTakenSeats = `
-SELECT s.seat
-FROM unnest($2::text[]) WITH ORDINALITY AS asked (seat, n)
-JOIN seats s ON s.screening_id = $1 AND s.seat = asked.seat
-WHERE s.booking_id IS NOT NULL
-ORDER BY asked.n`
-
-// refusal finds out why the guard refused some seats of b, inside the
-// transaction that tried to write them. The upsert has locked every seat row
-// it touched, written or not, so what it reads here is exactly what the
-// guard saw (a hold that expired since is reported as held: it was live
-// when the guard looked). The caller rolls the transaction back.
-func refusal(ctx context.Context, tx pgx.Tx, screeningID string, seats, written []string) error {
-	var refused []string
-	for _, seat := range seats {
-		if !slices.Contains(written, seat) {
-			refused = append(refused, seat)
-		}
-	}
-	rows, _ := tx.Query(ctx, selectTakenSeats, screeningID, refused)
-	taken, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return translate("book", err)
-	}
-	if len(taken) > 0 {
-		return &reservation.SeatsTakenError{Seats: taken}
-	}
-	rows, _ = tx.Query(ctx, selectHoldingSeats, screeningID, refused)
-	held, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return translate("book", err)
-	}
-	if len(held) > 0 {
-		return &reservation.SeatsHeldError{Seats: held}
-	}
-	// Free but refused: the seat has seen a newer fence.
-	return fmt.Errorf("postgres: book: %w", reservation.ErrStaleToken)
 }

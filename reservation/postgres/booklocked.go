@@ -239,7 +239,7 @@ func (t *lockedTx) book(ctx context.Context, w reservation.Write) error {
 	// Inside the transaction nothing commits before commit: a failure
 	// here is never in doubt.
 	if err := book(ctx, t.tx, w); err != nil {
-		return bookError(err)
+		return guardError("book", err)
 	}
 	err := commit(ctx, t.tx, "book locked")
 	t.free()

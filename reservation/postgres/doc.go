@@ -10,18 +10,21 @@
 // instance, a lock that expired, a process that was paused for ten seconds.
 // So the write must not trust the check; it repeats it, atomically:
 //
-//	INSERT INTO seats ... ON CONFLICT (screening_id, seat) DO UPDATE
-//	    SET booking_id = ..., fence = GREATEST(...)
-//	    WHERE seats.booking_id IS NULL
-//	      AND (excluded.fence = 0 OR seats.fence < excluded.fence)
-//	RETURNING seat
+//	INSERT INTO seats AS s ... ON CONFLICT (screening_id, seat) DO UPDATE
+//	    SET booking_id = ..., fence = GREATEST(s.fence, excluded.fence)
+//	    WHERE seat_writable(s, excluded.fence, NULL)
 //
-// The unique key (screening_id, seat) makes two writers of a seat queue on
-// one row: the second waits for the first to commit, then evaluates WHERE
-// against the committed row and finds the seat taken. Only rows that pass
-// are returned, so fewer rows back than seats asked means "refused": the
-// store rolls the whole transaction back (the booking and any seats it did
-// get) and reports which seats were taken or held, or that its token was stale. Seat
+// seat_writable (migration 0009) is the guard, the one place its condition
+// is written: the seat has no booking and no live hold, and the write's
+// fence is newer than the seat's. A hold's write calls it the same way, a
+// hold's confirmation with the hold's id (the seat must still be held by
+// it). The unique key (screening_id, seat) makes two writers of a seat
+// queue on one row: the second waits for the first to commit, then
+// evaluates the guard against the committed row and finds the seat taken.
+// Fewer rows written than seats asked means "refused": the statement raises
+// an error (refuse_seats) that undoes the whole write (the booking and any
+// seats it did get) and says which seats were taken or held, or that its
+// token was stale. Seat
 // rows are created by the first booking of a seat, so a screening with
 // thousands of seats costs nothing until it sells.
 //
@@ -62,7 +65,7 @@
 // # Round trips
 //
 // Book alone is one statement, so one round trip, whatever the number of
-// seats: SELECT book_seats(...), a PL/pgSQL function (migration 0003) that
+// seats: SELECT book_seats(...), a PL/pgSQL function (migration 0009) that
 // inserts the booking and upserts its seats (passed as arrays and unnested)
 // through the guard. When the guard refuses a seat, the function raises an
 // error naming the seats taken or held (or a stale fence), which undoes the

@@ -47,11 +47,11 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, ws []reservation.Write)
 	case err != nil:
 		// The server refused the statement or its commit: nothing was
 		// written.
-		fill(errs, bookError(err))
+		fill(errs, guardError("book", err))
 	default:
 		for i := range outcomes {
 			if outcomes[i].Code != "" {
-				errs[i] = bookError(&outcomes[i])
+				errs[i] = guardError("book", &outcomes[i])
 			}
 		}
 	}

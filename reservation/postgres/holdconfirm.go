@@ -13,9 +13,10 @@ import (
 )
 
 // confirmSeats moves a live hold's seats to its booking, locking the seat
-// rows in seat order first. A seat whose hold expired (by the database's
-// clock at this statement) is not moved, and fewer rows back than seats
-// means the confirm must fail.
+// rows in seat order first, through the write guard (seat_writable,
+// migration 0009) with the hold's id: a seat no longer held by that hold,
+// live by the database's clock at this statement, is not moved, and fewer
+// rows back than seats means the confirm must fail.
 const confirmSeats = `
 WITH held AS (
     SELECT screening_id, seat
@@ -27,8 +28,7 @@ WITH held AS (
 UPDATE seats SET booking_id = $4, hold_id = NULL, hold_expires_at = NULL
 FROM held
 WHERE seats.screening_id = held.screening_id AND seats.seat = held.seat
-  AND seats.hold_id = $3 AND seats.booking_id IS NULL
-  AND seats.hold_expires_at > clock_timestamp()
+  AND seat_writable(seats, 0, $3)
 RETURNING seats.seat`
 
 // ConfirmHold turns a live hold into the booking w in one transaction. It

@@ -31,34 +31,10 @@ SELECT $1, $2, $3, $4, 'held', $5, t.now, t.now + $6::interval
 FROM (SELECT date_trunc('microseconds', clock_timestamp()) AS now) AS t
 RETURNING created_at, expires_at`
 
-// upsertSeatsHeld is the guard of a hold: the fenced upsert of a booking,
-// writing the hold instead of a booking. The subquery reads the hold's row,
-// inserted just before in the same transaction.
-const upsertSeatsHeld = `
-INSERT INTO seats (screening_id, seat, fence, hold_id, hold_expires_at)
-SELECT $1::text, w.seat, w.fence, h.id, h.expires_at
-FROM unnest($3::text[], $4::bigint[]) AS w (seat, fence)
-CROSS JOIN (SELECT id, expires_at FROM holds WHERE id = $2) AS h
-ORDER BY w.seat
-ON CONFLICT (screening_id, seat) DO UPDATE
-    SET hold_id = excluded.hold_id,
-        hold_expires_at = excluded.hold_expires_at,
-        fence = GREATEST(seats.fence, excluded.fence)
-    WHERE seats.booking_id IS NULL
-      AND (seats.hold_id IS NULL OR seats.hold_expires_at <= clock_timestamp())
-      AND (excluded.fence = 0 OR seats.fence < excluded.fence)
-RETURNING seat`
-
-// selectHoldingSeats lists which of the seats $2 carry a hold that was live
-// when the transaction began: inside a write that the guard refused, the
-// seats a live hold kept from it. (now() is the transaction's start, before
-// the guard looked, so a hold live for the guard is live for this.)
-const selectHoldingSeats = `
-SELECT s.seat
-FROM unnest($2::text[]) WITH ORDINALITY AS asked (seat, n)
-JOIN seats s ON s.screening_id = $1 AND s.seat = asked.seat
-WHERE s.hold_id IS NOT NULL AND s.hold_expires_at > now()
-ORDER BY asked.n`
+// holdSeats gives the hold's seats to it through the guarded write
+// (give_seats, migration 0009), which raises an error that undoes the hold
+// when the guard refuses a seat (see guardError).
+const holdSeats = `SELECT give_seats($2, $3, $4, NULL, $1, false)`
 
 // CreateHold records a new live hold on the seats, all or nothing, in one
 // transaction: begin, one batch with the hold's insert and the seats'
@@ -90,14 +66,9 @@ func createHold(ctx context.Context, tx pgx.Tx, w reservation.HoldWrite) (reserv
 	}
 	batch := &pgx.Batch{}
 	batch.Queue(insertHold, h.ID, h.ScreeningID, h.Customer, h.Seats, w.TokenHash, w.TTL)
-	batch.Queue(upsertSeatsHeld, h.ScreeningID, h.ID, h.Seats, fences)
-	results := tx.SendBatch(ctx, batch)
-	written, err := holdResults(results, &h)
-	if err != nil {
-		return reservation.Hold{}, translate("create hold", err)
-	}
-	if len(written) < len(h.Seats) {
-		return reservation.Hold{}, refusal(ctx, tx, h.ScreeningID, h.Seats, written)
+	batch.Queue(holdSeats, h.ID, h.ScreeningID, h.Seats, fences)
+	if err := holdResults(tx.SendBatch(ctx, batch), &h); err != nil {
+		return reservation.Hold{}, guardError("create hold", err)
 	}
 	h.Seats = slices.Clone(h.Seats)
 	h.Status = reservation.HoldHeld
@@ -107,18 +78,13 @@ func createHold(ctx context.Context, tx pgx.Tx, w reservation.HoldWrite) (reserv
 }
 
 // holdResults reads the answers to CreateHold's batch: the hold's times
-// into h, and the seats the upsert wrote.
-func holdResults(results pgx.BatchResults, h *reservation.Hold) ([]string, error) {
+// into h, and the error of give_seats, if any.
+func holdResults(results pgx.BatchResults, h *reservation.Hold) error {
 	defer results.Close()
 	if err := results.QueryRow().Scan(&h.CreatedAt, &h.ExpiresAt); err != nil {
-		return nil, err
+		return err
 	}
-	rows, _ := results.Query()
-	written, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, err
-	}
-	return written, results.Close()
+	return results.Close()
 }
 
 // selectHold reads a hold; a held hold whose expiry has passed reads as

@@ -18,6 +18,20 @@ import (
 // TTL and wait until the store itself reports it expired, so no sleep
 // races the store.
 func testHolds(t *testing.T, newStore func(t *testing.T) reservation.Store) {
+	testHoldKeeps(t, newStore)
+	testHoldConfirmOnce(t, newStore)
+	testHoldRelease(t, newStore)
+	testHoldExpires(t, newStore)
+	testHoldUnknown(t, newStore)
+	testConfirmsRace(t, newStore)
+	testConfirmRacesRelease(t, newStore)
+	testConfirmRacesExpiry(t, newStore)
+	testHoldsAndBookingsRace(t, newStore)
+}
+
+// testHoldKeeps checks that a hold keeps its seats from bookings and other holds,
+// and a refused hold writes nothing.
+func testHoldKeeps(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("hold keeps its seats from bookings and other holds", func(t *testing.T) {
 		store, ctx := newStore(t), t.Context()
 		sc := newScreening(t, store)
@@ -68,7 +82,11 @@ func testHolds(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 		}
 		mustHold(t, store, newHoldWrite(sc, time.Minute, "B1", "B3"))
 	})
+}
 
+// testHoldConfirmOnce checks that a confirm books a hold's seats once,
+// and only its seats.
+func testHoldConfirmOnce(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("confirm books the held seats once", func(t *testing.T) {
 		store, ctx := newStore(t), t.Context()
 		sc := newScreening(t, store)
@@ -111,7 +129,10 @@ func testHolds(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 		}
 		checkBooked(t, store, sc.ID, map[string]string{})
 	})
+}
 
+// testHoldRelease checks that a release frees the seats.
+func testHoldRelease(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("release frees the seats", func(t *testing.T) {
 		store, ctx := newStore(t), t.Context()
 		sc := newScreening(t, store)
@@ -132,7 +153,11 @@ func testHolds(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 		mustBook(t, store, newWrite(sc, "D1"))
 		mustHold(t, store, newHoldWrite(sc, time.Minute, "D2"))
 	})
+}
 
+// testHoldExpires checks that a hold expires by the store's clock and
+// fences like a booking.
+func testHoldExpires(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("expired hold frees its seats and cannot be confirmed", func(t *testing.T) {
 		store, ctx := newStore(t), t.Context()
 		sc := newScreening(t, store)
@@ -187,7 +212,10 @@ func testHolds(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 		newer.Fences = map[string]int64{"F1": 6}
 		mustHold(t, store, newer)
 	})
+}
 
+// testHoldUnknown checks that unknown and malformed ids are refused.
+func testHoldUnknown(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("unknown and malformed", func(t *testing.T) {
 		store, ctx := newStore(t), t.Context()
 		sc := newScreening(t, store)
@@ -227,7 +255,11 @@ func testHolds(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 		}
 		checkHeld(t, store, sc.ID, map[string]time.Time{"A1": mustRead(t, store, w.Hold.ID).ExpiresAt})
 	})
+}
 
+// testConfirmsRace checks that concurrent confirms of one hold make one
+// booking.
+func testConfirmsRace(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("concurrent confirms of one hold make one booking", func(t *testing.T) {
 		store, ctx := newStore(t), t.Context()
 		sc := newScreening(t, store)
@@ -255,7 +287,11 @@ func testHolds(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 			t.Errorf("hold names booking %q, want the one confirmed, %s", got.BookingID, won[0])
 		}
 	})
+}
 
+// testConfirmRacesRelease checks that of a confirm and a release of one
+// hold, exactly one wins.
+func testConfirmRacesRelease(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("confirm racing release: exactly one wins", func(t *testing.T) {
 		store, ctx := newStore(t), t.Context()
 		sc := newScreening(t, store)
@@ -285,7 +321,11 @@ func testHolds(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 			checkHeld(t, store, sc.ID, map[string]time.Time{})
 		}
 	})
+}
 
+// testConfirmRacesExpiry checks that a confirm racing its hold's expiry
+// and a new hold never lets both win.
+func testConfirmRacesExpiry(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("confirm racing the expiry and a new hold: never both", func(t *testing.T) {
 		// Aimed at the moment of expiry: a confirm of the old hold, and
 		// new holds of its seat tried until one is taken or the seat is
@@ -329,7 +369,11 @@ func testHolds(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 			}
 		}
 	})
+}
 
+// testHoldsAndBookingsRace checks that of holds and bookings of one seat,
+// exactly one wins.
+func testHoldsAndBookingsRace(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("holds and bookings of one seat: exactly one wins", func(t *testing.T) {
 		store, ctx := newStore(t), t.Context()
 		sc := newScreening(t, store)

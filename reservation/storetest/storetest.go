@@ -19,12 +19,25 @@ import (
 // called once per subtest, with the subtest's t; it may return the same
 // store every time.
 func Run(t *testing.T, newStore func(t *testing.T) reservation.Store) {
-	t.Run("screenings", func(t *testing.T) { testScreenings(t, newStore) })
-	t.Run("book", func(t *testing.T) { testBook(t, newStore) })
-	t.Run("fence", func(t *testing.T) { testFence(t, newStore) })
+	t.Run("screenings", func(t *testing.T) {
+		testScreeningCreate(t, newStore)
+		testScreeningList(t, newStore)
+		testScreeningRefusals(t, newStore)
+	})
+	t.Run("book", func(t *testing.T) {
+		testBookFree(t, newStore)
+		testBookRefusals(t, newStore)
+	})
+	t.Run("fence", func(t *testing.T) {
+		testFenceOrder(t, newStore)
+		testFenceWhole(t, newStore)
+	})
 	t.Run("guard off", func(t *testing.T) { testGuardOff(t, newStore) })
 	t.Run("seats in use", func(t *testing.T) { testSeatsInUse(t, newStore) })
-	t.Run("cancel", func(t *testing.T) { testCancel(t, newStore) })
+	t.Run("cancel", func(t *testing.T) {
+		testCancelFrees(t, newStore)
+		testCancelAgain(t, newStore)
+	})
 	t.Run("idempotency", func(t *testing.T) { testIdempotency(t, newStore) })
 	t.Run("copies", func(t *testing.T) { testCopies(t, newStore) })
 	t.Run("concurrency", func(t *testing.T) { testConcurrency(t, newStore) })
@@ -37,7 +50,8 @@ func Run(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	})
 }
 
-func testScreenings(t *testing.T, newStore func(t *testing.T) reservation.Store) {
+// testScreeningCreate checks that a created screening reads back as stored.
+func testScreeningCreate(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("created screening is returned as stored", func(t *testing.T) {
 		store, ctx := newStore(t), t.Context()
 		want := newScreening(t, store)
@@ -49,7 +63,10 @@ func testScreenings(t *testing.T, newStore func(t *testing.T) reservation.Store)
 			t.Fatalf("Screening = %+v, want %+v", got, want)
 		}
 	})
+}
 
+// testScreeningList checks that the list pages oldest first.
+func testScreeningList(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("list is oldest first", func(t *testing.T) {
 		store, ctx := newStore(t), t.Context()
 		// Later screenings start earlier, so that creation order and
@@ -104,7 +121,11 @@ func testScreenings(t *testing.T, newStore func(t *testing.T) reservation.Store)
 			t.Fatalf("Screenings after the newest = %d screenings, %v; want none", len(last), err)
 		}
 	})
+}
 
+// testScreeningRefusals checks that unknown cursors and ids, and duplicate ids,
+// are refused; the count follows creations only.
+func testScreeningRefusals(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("list after an unknown screening is invalid", func(t *testing.T) {
 		store := newStore(t)
 		if _, err := store.Screenings(t.Context(), "no-such-"+uuid.NewString(), 10); !errors.Is(err, reservation.ErrInvalid) {
@@ -155,7 +176,9 @@ func testScreenings(t *testing.T, newStore func(t *testing.T) reservation.Store)
 	})
 }
 
-func testBook(t *testing.T, newStore func(t *testing.T) reservation.Store) {
+// testBookFree checks that free seats are booked; taken ones are refused, listed,
+// and the refused booking writes nothing.
+func testBookFree(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("free seats are booked", func(t *testing.T) {
 		store, ctx := newStore(t), t.Context()
 		sc := newScreening(t, store)
@@ -195,7 +218,11 @@ func testBook(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 		// The two free seats of the refused booking can be booked.
 		mustBook(t, store, newWrite(sc, "B1", "B3"))
 	})
+}
 
+// testBookRefusals checks that an unknown screening, a booking id used twice and a
+// malformed write are refused.
+func testBookRefusals(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("unknown screening is not found", func(t *testing.T) {
 		store := newStore(t)
 		sc := screeningValue() // never created
@@ -242,21 +269,23 @@ func testBook(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	})
 }
 
-func testFence(t *testing.T, newStore func(t *testing.T) reservation.Store) {
-	// cancelledAt5 returns a screening whose seat A1 is free again after a
-	// booking wrote it with fence 5.
-	cancelledAt5 := func(t *testing.T, store reservation.Store) reservation.Screening {
-		t.Helper()
-		sc := newScreening(t, store)
-		w := newWrite(sc, "A1")
-		w.Fences = map[string]int64{"A1": 5}
-		mustBook(t, store, w)
-		if err := store.Cancel(t.Context(), w.Booking.ID); err != nil {
-			t.Fatalf("Cancel: %v", err)
-		}
-		return sc
+// cancelledAt5 returns a screening whose seat A1 is free again after a
+// booking wrote it with fence 5.
+func cancelledAt5(t *testing.T, store reservation.Store) reservation.Screening {
+	t.Helper()
+	sc := newScreening(t, store)
+	w := newWrite(sc, "A1")
+	w.Fences = map[string]int64{"A1": 5}
+	mustBook(t, store, w)
+	if err := store.Cancel(t.Context(), w.Booking.ID); err != nil {
+		t.Fatalf("Cancel: %v", err)
 	}
+	return sc
+}
 
+// testFenceOrder checks that a write whose fence is not newer than the
+// seat's last is stale, on a free seat, and that fence 0 skips the check.
+func testFenceOrder(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	tests := []struct {
 		name  string
 		fence int64
@@ -287,7 +316,12 @@ func testFence(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 			checkBooked(t, store, sc.ID, map[string]string{"A1": w.Booking.ID})
 		})
 	}
+}
 
+// testFenceWhole checks that fence 0 leaves the seat's fence as it was,
+// that one stale seat refuses a whole booking, and that taken seats are
+// reported before stale ones.
+func testFenceWhole(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("fence 0 does not lower the seat's fence", func(t *testing.T) {
 		store, ctx := newStore(t), t.Context()
 		sc := cancelledAt5(t, store)
@@ -417,7 +451,8 @@ func testSeatsInUse(t *testing.T, newStore func(t *testing.T) reservation.Store)
 	})
 }
 
-func testCancel(t *testing.T, newStore func(t *testing.T) reservation.Store) {
+// testCancelFrees checks that a cancel frees the seats its booking still holds.
+func testCancelFrees(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("frees the seats", func(t *testing.T) {
 		store, ctx := newStore(t), t.Context()
 		sc := newScreening(t, store)
@@ -450,7 +485,11 @@ func testCancel(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 		}
 		checkBooked(t, store, sc.ID, map[string]string{"A2": second.Booking.ID})
 	})
+}
 
+// testCancelAgain checks that a second cancel changes nothing; an unknown booking
+// is not found.
+func testCancelAgain(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("twice changes nothing", func(t *testing.T) {
 		store, ctx := newStore(t), t.Context()
 		sc := newScreening(t, store)

@@ -189,3 +189,14 @@ func (l Lease) Check(renewEvery time.Duration) error {
 	}
 	return nil
 }
+
+// Expired returns the cause of the loss of a lock on keys whose lease ran
+// out before a renewal succeeded, wrapping lost (distlock.ErrLost) and
+// last, the last failed renewal's error, if any: what a watchdog's Expire
+// declares.
+func Expired(lost error, keys []string, last error) error {
+	if last != nil {
+		return fmt.Errorf("%w: the lease of %q ran out; last renewal: %w", lost, keys, last)
+	}
+	return fmt.Errorf("%w: the lease of %q ran out without a renewal", lost, keys)
+}

@@ -19,7 +19,8 @@
 //	                 keeps its seat (PASS)
 //	step8-multi      every script over several keys: all seats or none (PASS);
 //	                 the plain form of distlock/acquire.lua,
-//	                 distlock/redis_lock.go and distlock/watchdog.go
+//	                 distlock/redis_lock.go and
+//	                 distlock/internal/watchdog/watchdog.go
 //
 // Each reads REDIS_URL (default redis://127.0.0.1:6379/0), works on keys of
 // its own ("workshop:<random>:...") and deletes them when it ends. The

@@ -9,7 +9,7 @@
 //
 // This is the lock of distlock, in its plain form: distlock/acquire.lua
 // and distlock/redis_lock.go take several keys with fencing tokens, and
-// distlock/watchdog.go renews every held lease.
+// distlock/internal/watchdog/watchdog.go renews every held lease.
 package main
 
 import (
