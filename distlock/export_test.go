@@ -34,3 +34,9 @@ func DeadlineForTest(lock Lock) time.Time {
 	defer l.r.watchdog.mu.Unlock()
 	return l.deadline
 }
+
+// FenceKeyForTest returns the Redis key of key's fence counter.
+func (r *Redis) FenceKeyForTest(key string) string {
+	_, fence := r.names(key)
+	return fence
+}
