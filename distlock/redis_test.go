@@ -413,6 +413,28 @@ func TestRedisExclusionThroughBatches(t *testing.T) {
 	}
 }
 
+// takeInTurn obtains and releases key n times, one after the other,
+// checks that each token is above the one before, and returns the last.
+func takeInTurn(t *testing.T, locker *distlock.Redis, key string, n int) int64 {
+	t.Helper()
+	ctx := t.Context()
+	var last int64
+	for range n {
+		lock, err := locker.Obtain(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok := lock.Token(key); tok <= last {
+			t.Fatalf("token %d after %d: want increasing", tok, last)
+		}
+		last = lock.Token(key)
+		if err := lock.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return last
+}
+
 // A Redis that loses its data (restarted without persistence, or replaced
 // by a replica that never saw the last writes) has lost the fence counters
 // too. The tokens it issues next must still be above every token it issued
@@ -427,20 +449,7 @@ func TestRedisFencingSurvivesDataLoss(t *testing.T) {
 	ctx := t.Context()
 	const key = "{screening-42}:C7"
 
-	var last int64
-	for range 3 {
-		lock, err := locker.Obtain(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tok := lock.Token(key); tok <= last {
-			t.Fatalf("token %d after %d: want increasing", tok, last)
-		}
-		last = lock.Token(key)
-		if err := lock.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	last := takeInTurn(t, locker, key, 3)
 	if err := c.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -504,20 +513,7 @@ func TestRedisFenceCounterExpires(t *testing.T) {
 	const key = "{screening-42}:C7"
 	counter := locker.FenceKeyForTest(key)
 
-	var last int64
-	for range 500 {
-		lock, err := locker.Obtain(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tok := lock.Token(key); tok <= last {
-			t.Fatalf("token %d after %d: want increasing", tok, last)
-		}
-		last = lock.Token(key)
-		if err := lock.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	last := takeInTurn(t, locker, key, 500)
 	ttl, err := c.PTTL(ctx, counter).Result()
 	if err != nil {
 		t.Fatal(err)
