@@ -308,12 +308,19 @@ lab_events() {
 }
 
 # lab_sections FILE SEAT prints the "entered" and "left" events of SEAT in
-# FILE, one JSON object a line, in the order they came.
+# FILE, one JSON object a line, in the order they came, with "ms", the
+# event's time of day in milliseconds.
 lab_sections() {
-	sed -n 's/^data: //p' "$1" | jq -c --arg seat "$2" \
-		'select(.kind == "entered" or .kind == "left") | select(.seats | index($seat)) | {kind, holder}'
+	sed -n 's/^data: //p' "$1" | jq -c --arg seat "$2" '
+		select(.kind == "entered" or .kind == "left") | select(.seats | index($seat))
+		| (.at | capture("T(?<h>[0-9]+):(?<m>[0-9]+):(?<s>[0-9.]+)")) as $t
+		| {kind, holder, ms: (((($t.h | tonumber) * 60 + ($t.m | tonumber)) * 60 + ($t.s | tonumber)) * 1000)}'
 }
 
+# lab_holders counts as the seat map's lock timeline draws: two sections
+# overlap when they do by more than 5 ms, since a request publishes its
+# "left" only after it let the locks go, and the next holder may enter a
+# moment before.
 lab_holders() {
 	local entered left
 	for _ in $(seq 100); do
@@ -323,9 +330,10 @@ lab_holders() {
 		sleep 0.1
 	done
 	[ "$entered" = "$left" ] || echo "lab_holders: $2 entered $entered times, left $left times, after 10 s" >&2
-	lab_sections "$1" "$2" | jq -s 'reduce .[] as $e ({open: {}, most: 0};
-		(if $e.kind == "entered" then .open[$e.holder] = 1 else del(.open[$e.holder]) end)
-		| .most = ([.most, (.open | length)] | max)) | .most'
+	lab_sections "$1" "$2" | jq -s '
+		(reduce .[] as $e ({}; .[$e.holder] += {($e.kind): $e.ms})
+			| [.[] | {from: .entered, to: (.left // 1e15)} | select(.from != null)]) as $s
+		| [$s[] as $a | [$s[] | select(.from <= $a.from and .to > $a.from + 5)] | length] | max // 0'
 }
 
 lab_gate() {
