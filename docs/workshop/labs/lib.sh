@@ -129,6 +129,7 @@ lab_start() {
 	local name=$1 log addr
 	shift
 	log="$LAB_DIR/$name.log"
+	: >"$log" # before the server starts, so that the first look finds it
 	env REDIS_URL="$REDIS_URL" "$@" ADDR=127.0.0.1:0 "$BIN/api" >"$log" 2>&1 </dev/null &
 	echo "$! $name" >>"$LAB_DIR/pids"
 	for _ in $(seq 300); do
@@ -177,7 +178,7 @@ lab_redis() {
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
 		done
-		echo "lab_redis: redis-server did not start on $port:" >&2
+		echo "lab_redis: redis-server did not start on $port (another port is tried, up to three):" >&2
 		tail -n 3 "$LAB_DIR/redis-$port.log" >&2
 	done
 	return 1
@@ -279,7 +280,7 @@ lab_payments() {
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
 		done
-		echo "lab_payments: the payment provider did not start on $port; its log:" >&2
+		echo "lab_payments: the payment provider did not start on $port (another port is tried, up to three); its log:" >&2
 		cat "$LAB_DIR/payments-$port.log" >&2
 	done
 	return 1
