@@ -49,8 +49,10 @@
 #                          map's address of the screening
 #   lab_holders FILE SEAT  once every lock section of SEAT recorded in FILE
 #                          has ended (up to 10 s), print the most requests
-#                          that had SEAT locked at once: 2 is two holders
-#                          (needs DEMO_MODE=true on the instances)
+#                          that had SEAT locked at once, counting overlaps
+#                          of more than 5 ms as the seat map's timeline
+#                          does: 2 is two holders (needs DEMO_MODE=true on
+#                          the instances)
 #   lab_expect_answer FILE STATUS REGEX [WHAT]
 #                          check an answer saved by curl -w '%{http_code}\n'
 #   lab_wait_log NAME REGEX
