@@ -2,8 +2,9 @@
 --
 -- KEYS hold the n lock keys, then their n fence counters:
 --   KEYS[i]     the i-th lock key, whose value is the holder's owner token
---   KEYS[n + i] the fence counter of that key, which never expires
--- ARGV[1] is the new holder's owner token, ARGV[2] the lease in milliseconds.
+--   KEYS[n + i] the fence counter of that key
+-- ARGV[1] is the new holder's owner token, ARGV[2] the lease in milliseconds,
+-- ARGV[3] how long in milliseconds a fence counter outlives its last token.
 --
 -- Returns the fencing token when one key was free and is now taken, or
 -- {fence_1, ..., fence_n} for n keys, one token per key; or {0, i, pttl}
@@ -14,7 +15,7 @@
 -- one alone. When the i-th key turns out to be held, the keys this call took
 -- before it are deleted again. A script runs with nothing else in between,
 -- so nobody ever sees those keys taken: all or nothing. In the common case,
--- one free key, this is three commands: SET, TIME and INCR.
+-- one free key, this is four commands: SET, TIME, INCR and PEXPIRE.
 --
 -- A held key is marked as waited for: "+" is written after the holder's
 -- token (at the length of ours, which is the length of every owner token),
@@ -31,9 +32,17 @@
 -- that lost the counter, or a failover to a replica that never saw it: a
 -- token is never ahead of the clock at its issue, and one issued later
 -- carries a later time (see "Fencing tokens" in doc.go). Allowing the
--- counter to lag the clock by a second keeps the common case to TIME and
--- INCR. A token set from the clock is written as a string of digits: Lua
+-- counter to lag the clock by a second keeps the common case to TIME,
+-- INCR and PEXPIRE. A token set from the clock is written as a string of digits: Lua
 -- would write a number this large in exponent form.
+--
+-- So a counter is safe to expire: the next token after it is gone comes
+-- from the clock, as after a restart, and is above every token the counter
+-- gave, since none of those was ahead of the clock when it was issued. Each
+-- token sets the counter's expiry again (ARGV[3]), so the counters of seats
+-- nobody locks any more go away instead of piling up for good. The expiry
+-- is also how far the server's clock may step back without a token going
+-- stale: keep it long (RedisOptions.FenceTTL).
 --
 -- One key is the common case and takes the short way: a bare number as the
 -- reply, no table built.
@@ -59,6 +68,7 @@ local function fence(counter)
     token = now
     redis.call("SET", counter, string.format("%.0f", token))
   end
+  redis.call("PEXPIRE", counter, ARGV[3])
   return token
 end
 

@@ -83,9 +83,8 @@
 //
 // The token is issued by the script that takes the key: the key's fence
 // counter plus one, or the server's clock in microseconds (TIME) when the
-// counter has fallen more than a second behind it; it becomes the counter,
-// a key that never expires. The
-// counter makes tokens strictly increase while Redis keeps its data. The
+// counter has fallen more than a second behind it; it becomes the counter.
+// The counter makes tokens strictly increase while Redis keeps its data. The
 // clock makes them increase across a loss of the data too (a restart
 // without persistence, a failover to a replica that never saw the last
 // write), when a counter alone would start again from 1 and every seat
@@ -100,6 +99,14 @@
 // within the seconds a failover takes (NTP does far better). Microseconds
 // since 1970 stay below 2^53 until the year 2255, so tokens fit an int64,
 // a Postgres bigint and a JSON number (exact up to 2^53).
+//
+// The same argument lets a counter expire: once it is gone, the next token
+// comes from the clock and is above every token before it, as after a
+// restart. Each token sets its counter to expire RedisOptions.FenceTTL
+// later (default a day), so the counters of seats that nobody locks any
+// more leave Redis instead of growing with every screening ever sold; the
+// expiry is also the longest the clock may step back between two locks of
+// a seat.
 //
 // Waiting by push. An attempt that finds a key held marks it as waited
 // for, in the same script: it writes "+" after the holder's token. A

@@ -32,3 +32,9 @@ func DeadlineForTest(lock Lock) time.Time {
 	l := lock.(*redisLock)
 	return l.r.watchdog.Deadline(&l.wd)
 }
+
+// FenceKeyForTest returns the Redis key of key's fence counter.
+func (r *Redis) FenceKeyForTest(key string) string {
+	_, fence := r.names(key)
+	return fence
+}

@@ -27,7 +27,7 @@ func TestRedisNamesKeepHashTag(t *testing.T) {
 
 func TestNewRedisDefaults(t *testing.T) {
 	r := NewRedis(nil, RedisOptions{})
-	want := RedisOptions{TTL: 10 * time.Second, RenewEvery: 10 * time.Second / 3, Prefix: "seatlock:", MinBackoff: 10 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}
+	want := RedisOptions{TTL: 10 * time.Second, RenewEvery: 10 * time.Second / 3, FenceTTL: 24 * time.Hour, Prefix: "seatlock:", MinBackoff: 10 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}
 	if r.opts != want {
 		t.Fatalf("defaults = %+v, want %+v", r.opts, want)
 	}

@@ -66,6 +66,14 @@ type RedisOptions struct {
 	// TTL.
 	StopMargin time.Duration
 
+	// FenceTTL is how long a key's fence counter outlives the last fencing
+	// token it gave. Default 24h. The token after a counter expired comes
+	// from the server's clock and is newer than every token before it (see
+	// Fencing tokens in the package documentation), so expiring is safe;
+	// FenceTTL is how far back the server's clock may step between two
+	// locks of one key, and must be at least a second.
+	FenceTTL time.Duration
+
 	// Prefix starts every Redis key and channel this locker uses. Default
 	// "seatlock:". It must not contain '{' or '}', so that the hash tag of
 	// the caller's key decides the Cluster slot.
@@ -163,7 +171,8 @@ type RenewalObserver interface {
 // Redis is a Locker on one Redis server or Cluster. Each key is a Redis key
 // holding the holder's random owner token with a lease (PX); one watchdog
 // goroutine per Redis extends the leases of all the locks it holds; a fence
-// counter per key, that never expires, issues the fencing tokens.
+// counter per key, which expires FenceTTL after its last token, issues the
+// fencing tokens.
 //
 // Keys locked together must live in one Cluster slot: give them a common
 // hash tag, such as "{screening-42}:C7" and "{screening-42}:C8". A key
@@ -177,6 +186,7 @@ type Redis struct {
 	opts        RedisOptions    // with defaults applied
 	lease       lockstate.Lease // how a holder counts opts.TTL
 	leaseMillis any             // opts.TTL in milliseconds, boxed once for the scripts' ARGV
+	fenceMillis any             // opts.FenceTTL in milliseconds, boxed once for acquire.lua
 	sub         *releases.Subscriber
 	watchdog    *watchdog.Watchdog
 	conns       connClient // set only with opts.WaitReplicas
@@ -200,6 +210,12 @@ func NewRedis(client RedisClient, opts RedisOptions) *Redis {
 	if err := lease.Check(opts.RenewEvery); err != nil {
 		panic("distlock: " + err.Error())
 	}
+	if opts.FenceTTL == 0 {
+		opts.FenceTTL = 24 * time.Hour
+	}
+	if opts.FenceTTL < time.Second {
+		panic(fmt.Sprintf("distlock: FenceTTL %v is below 1s", opts.FenceTTL))
+	}
 	if opts.Prefix == "" {
 		opts.Prefix = "seatlock:"
 	}
@@ -213,7 +229,7 @@ func NewRedis(client RedisClient, opts RedisOptions) *Redis {
 		opts.MaxBackoff = 500 * time.Millisecond
 	}
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
-	r := &Redis{client: client, scripts: batch.New(client, 0), opts: opts, lease: lease, leaseMillis: opts.TTL.Milliseconds(), sub: releases.New(client)}
+	r := &Redis{client: client, scripts: batch.New(client, 0), opts: opts, lease: lease, leaseMillis: opts.TTL.Milliseconds(), fenceMillis: opts.FenceTTL.Milliseconds(), sub: releases.New(client)}
 	if opts.WaitReplicas < 0 {
 		panic(fmt.Sprintf("distlock: WaitReplicas %d is negative", opts.WaitReplicas))
 	}
@@ -356,10 +372,10 @@ func (r *Redis) acquire(ctx context.Context, l *redisLock) (heldKey, error) {
 		conn = r.conns.Conn()
 		defer conn.Close() // back to the pool
 		sctx, cancel := context.WithDeadline(ctx, sent.Add(r.opts.WaitTimeout))
-		cmd = acquireScript.Run(sctx, conn, l.acquireKeys, l.argv[:2]...)
+		cmd = acquireScript.Run(sctx, conn, l.acquireKeys, l.argv[:]...)
 		cancel()
 	} else {
-		cmd = r.scripts.Run(ctx, acquireScript, l.acquireKeys, l.argv[:2]...)
+		cmd = r.scripts.Run(ctx, acquireScript, l.acquireKeys, l.argv[:]...)
 	}
 	if err := cmd.Err(); err != nil {
 		if ctx.Err() != nil {

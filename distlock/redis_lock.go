@@ -28,11 +28,12 @@ type redisLock struct {
 	lockKeys    []string // KEYS of refresh.lua and release.lua (internal/luascript); also the release channels
 	acquireKeys []string // KEYS of acquire.lua: the lock keys, then the fence counters
 
-	// argv is the ARGV of the scripts: the owner token and the lease in
-	// milliseconds for acquire.lua and refresh.lua, the token alone for
+	// argv is the ARGV of the scripts: the owner token, the lease in
+	// milliseconds and the fence counters' expiry in milliseconds for
+	// acquire.lua, the first two for refresh.lua, the token alone for
 	// release.lua. Its values are boxed in interfaces once, not on every
 	// command.
-	argv  [2]any
+	argv  [3]any
 	token string // owner token: the value of every lock key
 
 	// fence holds the fencing token of a lock on one key, the common case,
@@ -77,7 +78,7 @@ func (r *Redis) newLock(keys []string) (*redisLock, error) {
 		token:       lockstate.OwnerToken(),
 	}
 	l.Keys = l.keys
-	l.argv = [2]any{l.token, r.leaseMillis}
+	l.argv = [3]any{l.token, r.leaseMillis, r.fenceMillis}
 	return l, nil
 }
 

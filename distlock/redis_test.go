@@ -413,6 +413,28 @@ func TestRedisExclusionThroughBatches(t *testing.T) {
 	}
 }
 
+// takeInTurn obtains and releases key n times, one after the other,
+// checks that each token is above the one before, and returns the last.
+func takeInTurn(t *testing.T, locker *distlock.Redis, key string, n int) int64 {
+	t.Helper()
+	ctx := t.Context()
+	var last int64
+	for range n {
+		lock, err := locker.Obtain(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok := lock.Token(key); tok <= last {
+			t.Fatalf("token %d after %d: want increasing", tok, last)
+		}
+		last = lock.Token(key)
+		if err := lock.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return last
+}
+
 // A Redis that loses its data (restarted without persistence, or replaced
 // by a replica that never saw the last writes) has lost the fence counters
 // too. The tokens it issues next must still be above every token it issued
@@ -427,20 +449,7 @@ func TestRedisFencingSurvivesDataLoss(t *testing.T) {
 	ctx := t.Context()
 	const key = "{screening-42}:C7"
 
-	var last int64
-	for range 3 {
-		lock, err := locker.Obtain(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tok := lock.Token(key); tok <= last {
-			t.Fatalf("token %d after %d: want increasing", tok, last)
-		}
-		last = lock.Token(key)
-		if err := lock.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	last := takeInTurn(t, locker, key, 3)
 	if err := c.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -487,5 +496,40 @@ func TestRedisStopMarginIsLeftOnTheServer(t *testing.T) {
 	t.Logf("declared lost %v before the key expires on the server", left)
 	if left < margin {
 		t.Errorf("the lock is declared lost %v before its key expires on the server; want at least the %v margin", left, margin)
+	}
+}
+
+// TestRedisFenceCounterExpires checks both halves of an expiring fence
+// counter: it does expire (every token sets its expiry again), and the
+// token after it expired is newer than every token it gave, however fast
+// they came. The counter is driven as far ahead as one client can take a
+// key, which is where a counter could get ahead of the server's clock;
+// then it is left to expire on its own.
+func TestRedisFenceCounterExpires(t *testing.T) {
+	c := newClient(t)
+	const fenceTTL = time.Second
+	locker := newRedis(t, c, distlock.RedisOptions{TTL: time.Second, RenewEvery: -1, FenceTTL: fenceTTL, Prefix: testPrefix(t)})
+	ctx := t.Context()
+	const key = "{screening-42}:C7"
+	counter := locker.FenceKeyForTest(key)
+
+	last := takeInTurn(t, locker, key, 500)
+	ttl, err := c.PTTL(ctx, counter).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl <= 0 || ttl > fenceTTL {
+		t.Fatalf("the fence counter's expiry is %v (negative: none), want within (0, %v]", ttl, fenceTTL)
+	}
+	wait.For(t, 5*fenceTTL, "the fence counter to expire", func() bool {
+		return c.Exists(ctx, counter).Val() == 0
+	})
+	lock, err := locker.Obtain(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(ctx)
+	if tok := lock.Token(key); tok <= last {
+		t.Fatalf("token after the counter expired %d, want above %d, the last token it gave", tok, last)
 	}
 }

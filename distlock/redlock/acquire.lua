@@ -3,7 +3,13 @@
 --
 -- KEYS come in pairs, one pair per key the caller locks:
 --   KEYS[i]     the lock key, whose value is the holder's owner token
---   KEYS[i + 1] the fence counter of that key, which never expires
+--   KEYS[i + 1] the fence counter of that key, which never expires: the
+--               clock it falls back to is each client's, and raise.lua lifts
+--               it to tokens from other clients' clocks, so a counter may
+--               stand above the next client's clock, and the token that
+--               clock would give after an expiry could be older than one
+--               already written (distlock's single-server counter, of one
+--               server's clock, does expire)
 -- ARGV[1] is the new holder's owner token, ARGV[2] the lease in
 -- milliseconds, ARGV[3] is "1" when fencing tokens are wanted, ARGV[4] the
 -- client's clock in microseconds, the same for every node of the attempt.

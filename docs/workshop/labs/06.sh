@@ -17,10 +17,12 @@ echo "$S" # lab
 [ -n "$S" ] && [ "$S" != null ] || { echo "FAIL: no screening created" >&2; exit 1; }
 
 # The watchdog: a 3 s payment under a 1 s lease.
+{ # lab
 curl -s -w '%{http_code}\n' -X POST "$API1/v1/screenings/$S/bookings" -H 'Content-Type: application/json' -d '{"seats":["A1"],"customer":"ann"}' >"$LAB_DIR/a1.txt" & # lab
 sleep 2 # lab
 redis-cli -u "$REDIS_URL" pttl "seatlock:lock:{$S}:A1" | tee "$LAB_DIR/pttl.txt" # lab
 wait # lab
+} # lab
 cat "$LAB_DIR/a1.txt" # lab
 lab_expect "$LAB_DIR/pttl.txt" '^[1-9][0-9]*$' "the lock key outlives its 1 s lease (pttl > 0 after 2 s)"
 lab_expect "$LAB_DIR/a1.txt" '"customer":"ann"' "the 3 s booking is ann's"
@@ -28,12 +30,14 @@ lab_expect "$LAB_DIR/a1.txt" '^201$' "the 3 s booking succeeds"
 
 # The paused holder: ann's instance stops (think: a long GC pause) while
 # it holds A2; bob's instance gets A2 once the lease runs out.
+{ # lab
 curl -s -w '%{http_code}\n' -X POST "$API1/v1/screenings/$S/bookings" -H 'Content-Type: application/json' -d '{"seats":["A2"],"customer":"ann"}' >"$LAB_DIR/ann.txt" & # lab
 sleep 1 # lab
 kill -STOP "$(lab_pid api1)" # lab
 curl -s -w '%{http_code}\n' -X POST "$API2/v1/screenings/$S/bookings" -H 'Content-Type: application/json' -d '{"seats":["A2"],"customer":"bob"}' | tee "$LAB_DIR/bob.txt" # lab
 kill -CONT "$(lab_pid api1)" # lab
 wait # lab
+} # lab
 cat "$LAB_DIR/ann.txt" # lab
 curl -s "$API1/v1/screenings/$S/seats" | jq -c '.seats[] | select(.id == "A2")' | tee "$LAB_DIR/a2.txt" # lab
 lab_expect "$LAB_DIR/bob.txt" '^201$' "bob gets A2 while ann is paused"
@@ -51,6 +55,8 @@ API3=$(lab_start api3 DATABASE_URL="$DBGATE" PAYMENT_URL="$PAYGATE" LOCK_TTL=1s 
 API4=$(lab_start api4 DATABASE_URL="$DB" PAYMENT_URL="$PAY" LOCK_TTL=1s DEMO_MODE=true) # lab
 U=$(curl -s -X POST "$API4/v1/screenings" -H 'Content-Type: application/json' -d '{"movie":"Unguarded","rows":1,"seats_per_row":5,"lock":"redis","guard":"off","payment_delay_ms":2000}' | jq -r .id) # lab
 [ -n "$U" ] && [ "$U" != null ] || { echo "FAIL: no guard=off screening created" >&2; exit 1; }
+lab_events "$API4" "$U" "$LAB_DIR/off.events" # lab
+{ # lab
 curl -s -w '%{http_code}\n' -X POST "$API3/v1/screenings/$U/bookings" -H 'Content-Type: application/json' -d '{"seats":["A1"],"customer":"ann"}' >"$LAB_DIR/ann-off.txt" & # lab
 sleep 1 # lab
 kill -USR1 "$(lab_pid dbgate)" # lab
@@ -60,9 +66,11 @@ curl -s -w '%{http_code}\n' -X POST "$API4/v1/screenings/$U/bookings" -H 'Conten
 kill -CONT "$(lab_pid api3)" # lab
 kill -USR2 "$(lab_pid dbgate)" # lab
 wait # lab
+} # lab
 cat "$LAB_DIR/ann-off.txt" # lab
 curl -s "$API4/v1/screenings/$U/seats" | jq -c '.seats[] | select(.id == "A1")' | tee "$LAB_DIR/a1-off.txt" # lab
-curl -s "$PAY/v1/stats" | tee "$LAB_DIR/stats-off.txt" # lab
+lab_paid "$PAY" | tee "$LAB_DIR/stats-off.txt" # lab
+lab_holders "$LAB_DIR/off.events" A1 | tee "$LAB_DIR/holders-off.txt" # lab
 lab_expect_answer "$LAB_DIR/bob-off.txt" 201 '"customer":"bob"' "guard=off: bob gets 201"
 lab_expect_answer "$LAB_DIR/ann-off.txt" 201 '"customer":"ann"' "guard=off: ann gets 201 too"
 ann=$(head -n 1 "$LAB_DIR/ann-off.txt" | jq -r .id)
@@ -75,7 +83,8 @@ else
 	exit 1
 fi
 lab_expect "$LAB_DIR/a1-off.txt" "\"bookings\":\[\"[^\"]+\",\"[^\"]+\"\]" "A1 has two live bookings"
-lab_expect "$LAB_DIR/stats-off.txt" '"charges":2,"refunds":0,"overlaps":0,"refused_stale":0,"max_concurrent":1' "both paid, nobody refunded, never at once"
+lab_expect "$LAB_DIR/holders-off.txt" '^2$' "the lock timeline: ann (paused) and bob had A1 locked at once"
+lab_expect "$LAB_DIR/stats-off.txt" '"charges":2,"refunds":0,"overlaps":0,"refused_stale":0,' "both paid, nobody refunded, never at once"
 
 # -check-fences: ann's charge is held in the payment gate while api3 is
 # stopped and bob books; it reaches the provider after bob's.
@@ -91,17 +100,17 @@ sleep 1 # lab
 kill -CONT "$(lab_pid api3)" # lab
 wait # lab
 cat "$LAB_DIR/ann-late.txt" # lab
-curl -s "$PAY/v1/stats" | tee "$LAB_DIR/stats-late.txt" # lab
+lab_paid "$PAY" | tee "$LAB_DIR/stats-late.txt" # lab
 lab_expect_answer "$LAB_DIR/bob-late.txt" 201 '"customer":"bob"' "bob books A1 while ann's charge waits"
 lab_expect_answer "$LAB_DIR/ann-late.txt" 409 '"code":"lock_lost"' "ann: 409 lock_lost"
-lab_expect "$LAB_DIR/stats-late.txt" '"charges":3,"refunds":0,"overlaps":0,"refused_stale":1,"max_concurrent":1' "the provider refused ann's stale charge: refused_stale 1, no overlap, nothing to refund"
+lab_expect "$LAB_DIR/stats-late.txt" '"charges":1,"refunds":0,"overlaps":0,"refused_stale":1,"voids":1' "the provider refused ann's stale charge: refused_stale 1, no overlap, nothing to refund"
 
 # The stale write on a free seat: ann's write waits in the database gate
 # while bob books A1 and cancels; the seat is free when her write lands,
 # so the free-seat check passes, and only the token check refuses it.
 F=$(curl -s -X POST "$API4/v1/screenings" -H 'Content-Type: application/json' -d '{"movie":"Freed","rows":1,"seats_per_row":5,"lock":"redis","payment_delay_ms":2000}' | jq -r .id) # lab
 [ -n "$F" ] && [ "$F" != null ] || { echo "FAIL: no screening created for the freed seat" >&2; exit 1; }
-curl -s "$PAY/v1/stats" >"$LAB_DIR/stats-before.txt" # lab
+{ # lab
 curl -s -w '%{http_code}\n' -X POST "$API3/v1/screenings/$F/bookings" -H 'Content-Type: application/json' -d '{"seats":["A1"],"customer":"ann"}' >"$LAB_DIR/ann-freed.txt" & # lab
 sleep 1 # lab
 kill -USR1 "$(lab_pid dbgate)" # lab
@@ -113,9 +122,10 @@ psql "$DB" -c "select seat, booking_id, fence from seats where screening_id = '$
 kill -CONT "$(lab_pid api3)" # lab
 kill -USR2 "$(lab_pid dbgate)" # lab
 wait # lab
+} # lab
 cat "$LAB_DIR/ann-freed.txt" # lab
 curl -s "$API4/v1/screenings/$F/seats" | jq -c '.seats[] | select(.id == "A1")' | tee "$LAB_DIR/a1-freed.txt" # lab
-jq -c --slurpfile before "$LAB_DIR/stats-before.txt" 'with_entries(.value -= ($before[0][.key] // 0))' <(curl -s "$PAY/v1/stats") | tee "$LAB_DIR/stats-freed.txt" # lab
+lab_paid "$PAY" | tee "$LAB_DIR/stats-freed.txt" # lab
 lab_expect "$LAB_DIR/cancel-freed.txt" '^204$' "bob cancels: A1 is free again"
 lab_expect "$LAB_DIR/row-freed.txt" '^ A1 +\| +\| +[1-9][0-9]*$' "the seat row: no booking, bob's fence kept"
 lab_expect_answer "$LAB_DIR/ann-freed.txt" 409 '"code":"lock_lost".*a newer lock holder has written these seats' "ann: 409 lock_lost by the token check alone"

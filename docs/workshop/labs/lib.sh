@@ -37,6 +37,22 @@
 #                          host:port; print URL with the gate's address in
 #                          it. kill -USR1 "$(lab_pid NAME)" closes it (what
 #                          clients send is held), kill -USR2 opens it.
+#   lab_paid URL           the counts of the payment provider at URL since
+#                          the last lab_paid of it (since it started, the
+#                          first time): one step's charges, refunds,
+#                          overlaps, stale charges refused and voids, the
+#                          same however often a step is repeated
+#   lab_events URL SCREENING FILE
+#                          record the live events of SCREENING (what the seat
+#                          map draws its lock timeline from) from the API at
+#                          URL into FILE until the lab ends; print the seat
+#                          map's address of the screening
+#   lab_holders FILE SEAT  once every lock section of SEAT recorded in FILE
+#                          has ended (up to 10 s), print the most requests
+#                          that had SEAT locked at once, counting overlaps
+#                          of more than 5 ms as the seat map's timeline
+#                          does: 2 is two holders (needs DEMO_MODE=true on
+#                          the instances)
 #   lab_expect_answer FILE STATUS REGEX [WHAT]
 #                          check an answer saved by curl -w '%{http_code}\n'
 #   lab_wait_log NAME REGEX
@@ -115,6 +131,7 @@ lab_start() {
 	local name=$1 log addr
 	shift
 	log="$LAB_DIR/$name.log"
+	: >"$log" # before the server starts, so that the first look finds it
 	env REDIS_URL="$REDIS_URL" "$@" ADDR=127.0.0.1:0 "$BIN/api" >"$log" 2>&1 </dev/null &
 	echo "$! $name" >>"$LAB_DIR/pids"
 	for _ in $(seq 300); do
@@ -163,7 +180,7 @@ lab_redis() {
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
 		done
-		echo "lab_redis: redis-server did not start on $port:" >&2
+		echo "lab_redis: redis-server did not start on $port (another port is tried, up to three):" >&2
 		tail -n 3 "$LAB_DIR/redis-$port.log" >&2
 	done
 	return 1
@@ -265,10 +282,61 @@ lab_payments() {
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
 		done
-		echo "lab_payments: the payment provider did not start on $port; its log:" >&2
+		echo "lab_payments: the payment provider did not start on $port (another port is tried, up to three); its log:" >&2
 		cat "$LAB_DIR/payments-$port.log" >&2
 	done
 	return 1
+}
+
+lab_paid() {
+	local last now
+	last="$LAB_DIR/paid-$(sed -E 's#[^0-9]##g' <<<"$1").json"
+	now=$(curl -fsS --max-time 5 "$1/v1/stats") || { echo "lab_paid: no stats from $1" >&2; return 1; }
+	[ -f "$last" ] || echo '{}' >"$last"
+	# max_concurrent is the provider's highest ever, not a step's: left out.
+	jq -c --slurpfile before "$last" \
+		'del(.max_concurrent) | with_entries(if .value == null then . else .value -= ($before[0][.key] // 0) end)' <<<"$now"
+	echo "$now" >"$last"
+}
+
+lab_events() {
+	# In a subshell, so that the recording is not a job of the caller's
+	# shell, whose wait would wait for it.
+	(
+		curl -sN "$1/v1/screenings/$2/events" >"$3" 2>/dev/null </dev/null &
+		echo "$! events-$2" >>"$LAB_DIR/pids"
+	)
+	lab_until 10 "the event stream of $2 from $1" grep -m 1 '^data: ' "$3" >/dev/null || return 1
+	echo "$1/?screening=$2"
+}
+
+# lab_sections FILE SEAT prints the "entered" and "left" events of SEAT in
+# FILE, one JSON object a line, in the order they came, with "ms", the
+# event's time of day in milliseconds.
+lab_sections() {
+	sed -n 's/^data: //p' "$1" | jq -c --arg seat "$2" '
+		select(.kind == "entered" or .kind == "left") | select(.seats | index($seat))
+		| (.at | capture("T(?<h>[0-9]+):(?<m>[0-9]+):(?<s>[0-9.]+)")) as $t
+		| {kind, holder, ms: (((($t.h | tonumber) * 60 + ($t.m | tonumber)) * 60 + ($t.s | tonumber)) * 1000)}'
+}
+
+# lab_holders counts as the seat map's lock timeline draws: two sections
+# overlap when they do by more than 5 ms, since a request publishes its
+# "left" only after it let the locks go, and the next holder may enter a
+# moment before.
+lab_holders() {
+	local entered left
+	for _ in $(seq 100); do
+		entered=$(lab_sections "$1" "$2" | grep -c '"entered"')
+		left=$(lab_sections "$1" "$2" | grep -c '"left"')
+		[ "$entered" -gt 0 ] && [ "$entered" = "$left" ] && break
+		sleep 0.1
+	done
+	[ "$entered" = "$left" ] || echo "lab_holders: $2 entered $entered times, left $left times, after 10 s" >&2
+	lab_sections "$1" "$2" | jq -s '
+		(reduce .[] as $e ({}; .[$e.holder] += {($e.kind): $e.ms})
+			| [.[] | {from: .entered, to: (.left // 1e15)} | select(.from != null)]) as $s
+		| [$s[] as $a | [$s[] | select(.from <= $a.from and .to > $a.from + 5)] | length] | max // 0'
 }
 
 lab_gate() {
