@@ -15,8 +15,10 @@ import (
 //
 //   - before: it was alone before the run (its neighbours were taken
 //     before the run, or are the row's ends);
-//   - came_back: the seat itself was held after the request that left it
-//     alone was sent, and that hold's end gave it back alone;
+//   - came_back: the seat itself may have been held while the request
+//     that took its last neighbour ran, and that hold's end gave it back
+//     alone (a seat left alone by a choice, then held and given back, is
+//     still the choice's);
 //   - concurrent: its two neighbours were taken by requests in flight at
 //     once, neither of which could see the other's choice;
 //   - unknown: a neighbour's holder is not among the answered holds, or
@@ -165,7 +167,7 @@ func (w *strandWorld) cause(i int, read span) string {
 		}
 	}
 	switch {
-	case w.heldSince(i, last.begin.from, read):
+	case w.heldDuring(i, last):
 		return strandCameBack
 	case len(holders) == 2 && holders[0] != holders[1] && holders[0].begin.to > holders[1].begin.from && holders[1].begin.to > holders[0].begin.from:
 		return strandConcurrent
@@ -201,15 +203,12 @@ func (w *strandWorld) holderAt(j int, read span) *heldSeats {
 	return nil
 }
 
-// heldSince reports whether seat i may have been held at some moment
-// from since until the map was read.
-func (w *strandWorld) heldSince(i int, since time.Duration, read span) bool {
-	for _, h := range w.holds {
-		if h.has(i) && h.begin.from <= read.to && h.end.to > since {
-			return true
-		}
-	}
-	return false
+// heldDuring reports whether seat i may have been held at some moment of
+// the request of hold s: then s did not leave a free seat alone, the
+// seat's own hold did when it ended.
+func (w *strandWorld) heldDuring(i int, s *heldSeats) bool {
+	_, maybe := w.takenDuring(s)
+	return maybe[i]
 }
 
 // unansweredBefore reports whether a hold request with no answer was sent
