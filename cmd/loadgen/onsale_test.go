@@ -102,6 +102,13 @@ func checkSoldOut(t *testing.T, rep *report, seats int) *onsaleCounts {
 	if !o.SoldOut || o.SellOutS <= 0 || o.ConfirmedSeats != seats || o.Capacity != seats || o.OverCapacity != 0 {
 		t.Errorf("sold out %v after %vs, %d of %d seats confirmed, %d over; want all %d", o.SoldOut, o.SellOutS, o.ConfirmedSeats, o.Capacity, o.OverCapacity, seats)
 	}
+	causes := 0
+	for _, n := range o.StrandedCauses {
+		causes += n
+	}
+	if o.StrandedAvoidable != 0 || causes != o.StrandedSingleSeats {
+		t.Errorf("%d stranded single seats, by cause %v: want none avoidable, and a cause for each", o.StrandedSingleSeats, o.StrandedCauses)
+	}
 	if rep.DoubleBookedSeats != 0 || rep.LostBookings != 0 || rep.Linearizable != linearizable {
 		t.Errorf("double-booked %d, lost %d, linearizable %q", rep.DoubleBookedSeats, rep.LostBookings, rep.Linearizable)
 	}
