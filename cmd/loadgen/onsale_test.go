@@ -47,6 +47,14 @@ func TestOnSaleAgainstFakeAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("a picker that leaves seats alone against the rule fails the run", func(t *testing.T) {
+		url := newFakeAPI(t, &fakeAPI{charges: charges, strandSeats: true})
+		rep, err := runJSON(t, append(common, "-targets", url, "-buyers", "100")...)
+		if err == nil || rep.OnSale == nil || rep.OnSale.StrandedAvoidable == 0 || !strings.Contains(rep.verdictLine(), "STRANDED AVOIDABLY") {
+			t.Errorf("run: %v; verdict %q: want avoidable stranded seats, named, failing the run", err, rep.verdictLine())
+		}
+	})
+
 	t.Run("an unfair waiting room shows FIFO inversions", func(t *testing.T) {
 		url := newFakeAPI(t, &fakeAPI{charges: charges, jumpQueue: true})
 		rep, err := runJSON(t, append(common, "-targets", url, "-buyers", "100", "-queue-rate", "50")...)

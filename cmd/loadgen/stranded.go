@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -74,11 +75,12 @@ type strandWorld struct {
 	unanswered   []time.Duration // sends of hold requests with no answer
 }
 
-// newStrandWorld gathers the answered holds of the hold requests.
+// newStrandWorld gathers the seats booked before the run (keyed by
+// seatKey) and the answered holds of the hold requests.
 func newStrandWorld(rows, perRow int, before seatMap, attempts []record) *strandWorld {
 	w := &strandWorld{rows: rows, perRow: perRow, before: make([]bool, rows*perRow)}
-	for id, b := range before {
-		if i, ok := w.index(id); ok && b != "" {
+	for key, b := range before {
+		if i, ok := w.index(key[strings.LastIndex(key, "/")+1:]); ok && b != "" {
 			w.before[i] = true
 		}
 	}

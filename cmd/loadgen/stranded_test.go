@@ -68,7 +68,7 @@ func TestStrandCauses(t *testing.T) {
 			perRow: 6, free: []string{"A2", "A5", "A6"}, want: strandAvoidable,
 			attempts: []record{heldFor([]string{"A1"}, 1, 2, 60, true), heldFor([]string{"A3", "A4"}, 3, 4, 60, true), heldFor([]string{"A2"}, 5, 6, 2, false)}},
 		{name: "alone before the run",
-			perRow: 6, before: seatMap{"A1": "b1", "A3": "b2"}, free: []string{"A2", "A4", "A5", "A6"}, want: strandBefore},
+			perRow: 6, before: seatMap{seatKey("s", "A1"): "b1", seatKey("s", "A3"): "b2", seatKey("s", "A4"): ""}, free: []string{"A2", "A4", "A5", "A6"}, want: strandBefore},
 		{name: "a hold request with no answer may have taken anything",
 			perRow: 6, free: []string{"A2", "A5", "A6"}, want: strandUnknown,
 			attempts: []record{heldFor([]string{"A1"}, 1, 2, 60, true), {sent: 2500 * time.Millisecond, done: 9 * time.Second}, heldFor([]string{"A3", "A4"}, 3, 4, 60, true)}},
