@@ -123,19 +123,27 @@ func (s *Service) search(ctx context.Context, sc Screening, count int, adjacent 
 // runs it again when a candidate turns out taken: under contention the map
 // read at the start grows stale fast, and one read is cheaper than trying
 // every seat others took since, one candidate at a time.
+//
+// The holds are read before the bookings, in two reads that are not one
+// snapshot. A seat only ever goes from held to booked (a confirm), never
+// back, so a seat held at the first read and confirmed before the second
+// is in one of the two. Read the other way round, that seat would be in
+// neither and look free: the picker would then leave its free neighbour
+// alone beside it, believing the two a pair (a stranded seat the rule
+// forbids).
 func (s *Service) markUnavailable(ctx context.Context, p *picker) error {
-	booked, err := s.store.BookedSeats(ctx, p.sc.ID)
-	if err != nil {
-		return err
-	}
 	held, err := s.store.SeatHolds(ctx, p.sc.ID)
 	if err != nil {
 		return err
 	}
-	for id := range booked {
-		p.mark([]string{id})
+	booked, err := s.store.BookedSeats(ctx, p.sc.ID)
+	if err != nil {
+		return err
 	}
 	for id := range held {
+		p.mark([]string{id})
+	}
+	for id := range booked {
 		p.mark([]string{id})
 	}
 	return nil

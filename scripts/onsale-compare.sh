@@ -80,7 +80,7 @@ jq -rs '
 	row("buyers with seats"; .onsale.buyers_with_seats),
 	row("FIFO inversions"; .onsale.fifo_inversions),
 	row("served out of order"; .onsale.served_out_of_order),
-	row("stranded single seats"; .onsale.stranded_single_seats),
+	row("stranded single seats (avoidable)"; "\(.onsale.stranded_single_seats) (\(.onsale.stranded_avoidable))"),
 	row("confirmed seats"; "\(.onsale.confirmed_seats) of \(.onsale.capacity)"),
 	row("double-booked, lost"; "\(.double_booked_seats), \(.lost_bookings)"),
 	row("charges − refunds = confirmed"; "\(.payments.charges) − \(.payments.refunds) = \(.payments.confirmed)\(if .payments.ledger_ok then "" else " (OFF)" end)"),

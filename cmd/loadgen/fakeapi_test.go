@@ -47,6 +47,9 @@ type fakeAPI struct {
 	// once, ahead of those who joined before: unfair admission, which
 	// loadgen must see as FIFO inversions.
 	jumpQueue bool
+	// strandSeats makes best available break its rule on purpose: it
+	// picks a block that leaves one seat alone whenever one does.
+	strandSeats bool
 
 	// mu protects everything below. The safe path holds it from the check
 	// to the write, which makes it the "global" strategy: correct, never

@@ -34,23 +34,43 @@ func (f *fakeAPI) heldLocked(screening, seat string) bool {
 	return false
 }
 
-// bestLocked returns the first n side-by-side seats, row by row, that are
-// neither booked nor held, or nil. The caller holds f.mu.
+// bestLocked returns n side-by-side seats that are neither booked nor
+// held, or nil: row by row, the first block that leaves no seat alone
+// (docs/api.md), else the first block; with strandSeats, the first that
+// leaves one alone, else the first. The caller holds f.mu.
 func (f *fakeAPI) bestLocked(s *fakeScreening, n int) []string {
+	taken := func(row, k int) bool {
+		if k < 0 || k >= s.SeatsPerRow {
+			return true
+		}
+		seat := seatID(row*s.SeatsPerRow+k, s.SeatsPerRow)
+		return s.seats[seat] != "" || f.heldLocked(s.ID, seat)
+	}
+	// alone reports whether seat k of the row is free with both
+	// neighbours taken once the block from first is.
+	alone := func(row, k, first int) bool {
+		in := func(j int) bool { return j >= first && j < first+n || taken(row, j) }
+		return !in(k) && in(k-1) && in(k+1)
+	}
+	var fallback []string
 	for row := range s.Rows {
-		var run []string
-		for k := range s.SeatsPerRow {
-			seat := seatID(row*s.SeatsPerRow+k, s.SeatsPerRow)
-			if s.seats[seat] != "" || f.heldLocked(s.ID, seat) {
-				run = nil
+		for first := 0; first+n <= s.SeatsPerRow; first++ {
+			var block []string
+			for k := first; k < first+n && !taken(row, k); k++ {
+				block = append(block, seatID(row*s.SeatsPerRow+k, s.SeatsPerRow))
+			}
+			if len(block) < n {
 				continue
 			}
-			if run = append(run, seat); len(run) == n {
-				return run
+			if fallback == nil {
+				fallback = block
+			}
+			if strands := alone(row, first-1, first) || alone(row, first+n, first); strands == f.strandSeats {
+				return block
 			}
 		}
 	}
-	return nil
+	return fallback
 }
 
 // bookBest books the best n seats of screening id, or answers sold_out.

@@ -114,11 +114,15 @@ type onsale struct {
 	// made so far: until then, held seats may come back.
 	lastExpiry atomic.Int64
 
-	// groupsOnce guards stranded: the seat map is read once, by the
-	// first buyer refused a group as sold out.
-	groupsOnce sync.Once
-	stranded   atomic.Int64
-	strandedOK atomic.Bool
+	// groupsOnce guards strandedMap and strandedRead: the seat map is
+	// read once, by the first buyer refused a group as sold out, and
+	// read only after the run (strandedOK says whether it was).
+	groupsOnce   sync.Once
+	strandedMap  []seatState
+	strandedRead span
+	strandedOK   atomic.Bool
+	// before are the seats booked before the run.
+	before seatMap
 }
 
 // send is buyer i: it waits for its arrival, queues, holds, and pays or
@@ -226,7 +230,7 @@ func (o *onsale) buy(ctx context.Context, start time.Time, target string, i int,
 		case r.confirmed() || !retryable(r):
 			return r
 		case r.code == "sold_out" && n > 1:
-			o.groupsOnce.Do(func() { o.readStranded(ctx) })
+			o.groupsOnce.Do(func() { o.readStranded(ctx, start) })
 			n = 1 // a group is gone: one seat, at once
 			continue
 		case try >= buyerRetries || o.soldOut() || ctx.Err() != nil:
@@ -275,15 +279,16 @@ func (o *onsale) held(ctx context.Context, start time.Time, i int, rng *rand.Ran
 	}
 }
 
-// readStranded reads the seat map at the moment groups are sold out and
-// counts its stranded single seats. A map that cannot be read leaves the
-// count to the final map.
-func (o *onsale) readStranded(ctx context.Context) {
+// readStranded reads the seat map at the moment groups are sold out, for
+// its stranded single seats (stranded.go). A map that cannot be read
+// leaves them to the final map.
+func (o *onsale) readStranded(ctx context.Context, start time.Time) {
+	sent := time.Since(start)
 	seats, err := o.client.seats(ctx, o.targets[0], o.screening.ID)
 	if err != nil {
 		return
 	}
-	o.stranded.Store(int64(strandedSingles(seats)))
+	o.strandedMap, o.strandedRead = seats, span{sent, time.Since(start)}
 	o.strandedOK.Store(true)
 }
 
@@ -381,6 +386,7 @@ func newOnsale(c *client, s *screening, before seatMap, cfg *config, runID strin
 		client: c, screening: s, queued: s.Queue != nil, targets: cfg.targets, runID: runID,
 		buyers: cfg.buyers, spike: cfg.spike, abandon: cfg.abandon, pay: cfg.paymentDelay,
 		retry: max(cfg.holdTTL, time.Second), free: free, waitLimit: cfg.spike + time.Minute,
+		before: before,
 	}
 	if o.queued && s.Queue.AdmitPerS > 0 {
 		// Long enough for every buyer to be admitted, and then some.

@@ -47,6 +47,14 @@ func TestOnSaleAgainstFakeAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("a picker that leaves seats alone against the rule fails the run", func(t *testing.T) {
+		url := newFakeAPI(t, &fakeAPI{charges: charges, strandSeats: true})
+		rep, err := runJSON(t, append(common, "-targets", url, "-buyers", "100")...)
+		if err == nil || rep.OnSale == nil || rep.OnSale.StrandedAvoidable == 0 || !strings.Contains(rep.verdictLine(), "STRANDED AVOIDABLY") {
+			t.Errorf("run: %v; verdict %q: want avoidable stranded seats, named, failing the run", err, rep.verdictLine())
+		}
+	})
+
 	t.Run("an unfair waiting room shows FIFO inversions", func(t *testing.T) {
 		url := newFakeAPI(t, &fakeAPI{charges: charges, jumpQueue: true})
 		rep, err := runJSON(t, append(common, "-targets", url, "-buyers", "100", "-queue-rate", "50")...)
@@ -101,6 +109,13 @@ func checkSoldOut(t *testing.T, rep *report, seats int) *onsaleCounts {
 	}
 	if !o.SoldOut || o.SellOutS <= 0 || o.ConfirmedSeats != seats || o.Capacity != seats || o.OverCapacity != 0 {
 		t.Errorf("sold out %v after %vs, %d of %d seats confirmed, %d over; want all %d", o.SoldOut, o.SellOutS, o.ConfirmedSeats, o.Capacity, o.OverCapacity, seats)
+	}
+	causes := 0
+	for _, n := range o.StrandedCauses {
+		causes += n
+	}
+	if o.StrandedAvoidable != 0 || causes != o.StrandedSingleSeats {
+		t.Errorf("%d stranded single seats, by cause %v: want none avoidable, and a cause for each", o.StrandedSingleSeats, o.StrandedCauses)
 	}
 	if rep.DoubleBookedSeats != 0 || rep.LostBookings != 0 || rep.Linearizable != linearizable {
 		t.Errorf("double-booked %d, lost %d, linearizable %q", rep.DoubleBookedSeats, rep.LostBookings, rep.Linearizable)

@@ -68,6 +68,13 @@ type onsaleCounts struct {
 	// in the final map when none was ("end").
 	StrandedSingleSeats int    `json:"stranded_single_seats"`
 	StrandedAt          string `json:"stranded_at"`
+	// StrandedCauses counts those seats by why they were alone
+	// (stranded.go): before, came_back, concurrent, unknown, no_choice,
+	// avoidable. StrandedAvoidable is the avoidable ones: left alone by a
+	// request that certainly had a choice of its count that left none,
+	// against the rule of best available; above 0 fails the run.
+	StrandedCauses    map[string]int `json:"stranded_causes"`
+	StrandedAvoidable int            `json:"stranded_avoidable"`
 }
 
 // holdAttempts are every hold request of the buyers of an onsale run, in
@@ -131,10 +138,14 @@ func onsaleFigures(o *onsale, buyers []record, final []seatState, wall time.Dura
 	}
 	oc.FIFOInversions = fifoInversions(buyers)
 	oc.ServedOutOfOrder = servedOutOfOrder(buyers)
-	oc.StrandedSingleSeats, oc.StrandedAt = int(o.stranded.Load()), "groups_sold_out"
+	stranded, read, at := o.strandedMap, o.strandedRead, "groups_sold_out"
 	if !o.strandedOK.Load() {
-		oc.StrandedSingleSeats, oc.StrandedAt = strandedSingles(final), "end"
+		stranded, read, at = final, span{wall, never}, "end"
 	}
+	world := newStrandWorld(o.screening.Rows, o.screening.SeatsPerRow, o.before, holdAttempts(buyers))
+	oc.StrandedSingleSeats, oc.StrandedAt = strandedSingles(stranded), at
+	oc.StrandedCauses = world.strandCauses(stranded, read)
+	oc.StrandedAvoidable = oc.StrandedCauses[strandAvoidable]
 	return oc
 }
 
@@ -287,5 +298,5 @@ func writeOnSale(row func(name, format string, args ...any), o *onsaleCounts) {
 	if o.StrandedAt == "end" {
 		at = "in the final seat map"
 	}
-	row("stranded single seats", "%d (%s)", o.StrandedSingleSeats, at)
+	row("stranded single seats", "%d (%s): %d avoidable; by cause %s", o.StrandedSingleSeats, at, o.StrandedAvoidable, fmtCounts(o.StrandedCauses))
 }

@@ -48,6 +48,7 @@ var harmKinds = []harmKind{
 	{"abandoned_seats_not_freed", "ABANDONED NOT FREED", "seat", true},
 	{"sold_out_with_free_seats", "SOLD OUT WITH FREE SEATS", "seat", true},
 	{"over_capacity", "CONFIRMED OVER CAPACITY", "seat", true},
+	{"stranded_avoidable", "STRANDED AVOIDABLY", "seat", true},
 	{"ledger_diff", "LEDGER OFF", "charge", true},
 	{"not_charged", "NOT CHARGED", "confirmed booking", true},
 	{"overlaps", "OVERLAPS", "charge", false},
@@ -76,6 +77,7 @@ func (r *report) figures() map[string]int64 {
 	}
 	if o := r.OnSale; o != nil {
 		f["over_capacity"] = int64(o.OverCapacity)
+		f["stranded_avoidable"] = int64(o.StrandedAvoidable)
 		f["fifo_inversions"] = int64(o.FIFOInversions)
 	}
 	if p := r.Payments; p != nil {
@@ -257,7 +259,7 @@ func (r *report) cleanMeans() string {
 	case r.Scenario == scenarioBest:
 		s += "; no sold out while seats were free"
 	case r.Scenario == scenarioOnSale:
-		s += "; no confirm after its hold expired, no confirm error, every abandoned hold's seats freed, no more seats confirmed than the screening has"
+		s += "; no confirm after its hold expired, no confirm error, every abandoned hold's seats freed, no more seats confirmed than the screening has, no single seat left alone by a request that had a choice that left none"
 		if r.OnSale != nil && r.OnSale.QueueAdmitPerS > 0 {
 			s += ", and no buyer admitted before one who joined the queue earlier"
 		}

@@ -31,6 +31,8 @@ func setHarm(r *report, figure string, n int) {
 		r.Holds.SoldOutWithFreeSeats = n
 	case "over_capacity":
 		r.OnSale.OverCapacity = n
+	case "stranded_avoidable":
+		r.OnSale.StrandedAvoidable = n
 	case "fifo_inversions":
 		r.OnSale.FIFOInversions = n
 	case "overlaps":
