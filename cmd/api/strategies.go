@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/z-division/go-zookeeper/zk"
 
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/flock"

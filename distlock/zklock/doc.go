@@ -33,6 +33,16 @@
 // listing in step 2 then finds a new predecessor, and the queue stays in
 // order. Release deletes the node, which fires its successor's watch.
 //
+// A directory exists only while a node is queued in it. Release (or an
+// Obtain that gives up) then asks the server to delete the directory too,
+// which it refuses while another node is in it: the last node to go takes
+// the directory along, and the tree does not grow with every seat ever
+// booked. So the create in step 1 may find no directory, never made or
+// just deleted by a releaser; it makes it and creates again. The nodes of
+// Root above the directories stay. A directory whose last node went with
+// an expired session, not by a release, stays until the next release of
+// its key: an empty node costs the ensemble a few bytes.
+//
 // Several keys are taken one after another in sorted order, each by the
 // recipe, so two Obtains that share keys queue on them in the same order
 // and cannot deadlock. If a later key cannot be had, the nodes already
@@ -63,10 +73,10 @@
 //
 // The node's sequence number would grow too, but it is a counter of its
 // parent directory (its cversion): delete the directory and it starts again
-// from 0. The key directories here are container nodes, which the server
-// deletes once they are empty, and an operator may clean up the tree; the
-// czxid does not care. (Sequence numbers are also 32-bit and would wrap
-// after 2^31 creates in one directory.)
+// from 0. The key directories here are deleted by the last releaser, and
+// an operator may clean up the tree; the czxid does not care. (Sequence
+// numbers are also 32-bit and would wrap after 2^31 creates in one
+// directory.)
 //
 // # When the holder loses the lock
 //
@@ -87,7 +97,8 @@
 // That is about when the server may hand the keys on (the test
 // TestSessionExpiryHandsOver checks it: the holder cut off is told of its
 // loss before a waiter gets the key, and the waiter gets it no sooner than
-// about a session timeout after the cut).
+// a session timeout after the server last heard from the holder, whose
+// client pings every third of the timeout).
 // The window is not closed, only narrowed: network delay, a process pause
 // or a clock running at another rate can still let an old holder believe
 // in its lock a moment after the server handed the key on. That is what
@@ -103,8 +114,10 @@
 //     a crashed holder's keys are freed after the session timeout; fencing
 //     tokens that never repeat.
 //   - Costs: an Obtain is three round trips (create, list, watch its node),
-//     a Release one; creates and deletes are quorum writes that each server
-//     logs to disk before it answers. A separate service (three or five
+//     and two more when the key has no directory (nobody holds or waits
+//     for it: the failed create and the directory's); a Release two
+//     (delete the node, then its directory if empty). Creates and deletes
+//     are quorum writes that each server logs to disk before it answers. A separate service (three or five
 //     JVMs) to run. One watch per held key and one goroutine per held key.
 //   - Fails: without a quorum, nothing can be taken or released (Obtain
 //     returns the client's error, not ErrNotAcquired); a holder cut off
@@ -116,4 +129,15 @@
 // ZooKeeper calls do not take a context: a call in flight is bounded by
 // the client's read timeout (2/3 of the session timeout), not by ctx. A
 // wait in the queue does watch ctx.
+//
+// # The client library
+//
+// The ZooKeeper client is github.com/z-division/go-zookeeper, a fork of
+// go-zookeeper/zk kept by Vitess. It reads and writes the last zxid it saw
+// atomically: go-zookeeper/zk (up to v1.0.4) writes it in its receiving
+// goroutine while a reconnection reads it to set the watches again, a data
+// race the race detector reports when an answer to a call comes during a
+// reconnection (TestCallsAcrossReconnection). The fork has no container
+// nodes (which the server deletes once empty), so the key directories are
+// plain nodes that their last releaser deletes, as above.
 package zklock

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/google/uuid"
+	"github.com/z-division/go-zookeeper/zk"
 
 	"github.com/seatlock/seatlock/distlock/zklock"
 	"github.com/seatlock/seatlock/distlock/zklock/zktest"
@@ -117,10 +117,7 @@ func (c *cutter) Cut() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cut = true
-	for _, conn := range c.conns {
-		_ = conn.Close()
-	}
-	c.conns = nil
+	c.closeAll()
 }
 
 // Dials returns how many times the client dialled.
@@ -128,6 +125,22 @@ func (c *cutter) Dials() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.dials
+}
+
+// Drop closes every connection but refuses no new one, as a reset by a
+// router would: the client's next dial reconnects it to its session.
+func (c *cutter) Drop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closeAll()
+}
+
+// closeAll closes every connection; c.mu is held.
+func (c *cutter) closeAll() {
+	for _, conn := range c.conns {
+		_ = conn.Close()
+	}
+	c.conns = nil
 }
 
 // Heal lets the client connect again.

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/z-division/go-zookeeper/zk"
 
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/internal/lockstate"
@@ -266,7 +266,7 @@ func (l *Locker) obtain(ctx context.Context, wait bool, keys []string) (distlock
 			l.abandon(lk.nodes)
 			return nil, err
 		}
-		node, err := l.enqueue(dir)
+		node, err := l.enqueue(ctx, dir)
 		if err != nil {
 			l.abandon(lk.nodes)
 			return nil, err
@@ -322,18 +322,25 @@ const protectedPrefix = "_c_"
 // reply was lost with the connection can be found again: the session (and
 // so the node) may well survive the disconnection, and a node nobody knows
 // about would block the key for the whole life of the session.
-func (l *Locker) enqueue(dir string) (string, error) {
+//
+// A key nobody holds or waits for has no directory (the last releaser
+// deletes it), so enqueue creates it when the create finds it missing, and
+// tries again. The directory can be deleted again in between, by a client
+// that took and released the key meanwhile: each retry means somebody else
+// got the key, and ctx bounds how long this one keeps trying.
+func (l *Locker) enqueue(ctx context.Context, dir string) (string, error) {
 	guid := newGUID()
 	path := dir + "/" + protectedPrefix + guid + "-" + nodePrefix
-	for attempt := 0; ; attempt++ {
+	for {
 		session := l.conn.SessionID()
 		node, err := l.conn.Create(path, nil, zk.FlagEphemeral|zk.FlagSequence, l.opts.ACL)
 		switch {
 		case err == nil:
 			return node, nil
-		case errors.Is(err, zk.ErrNoNode) && attempt < 3:
-			// The key's directory does not exist (yet, or any more: it is a
-			// container node, which the server deletes once empty).
+		case errors.Is(err, zk.ErrNoNode):
+			if ctx.Err() != nil {
+				return "", errors.Join(distlock.ErrNotAcquired, ctx.Err())
+			}
 			if err := l.ensureDir(dir); err != nil {
 				return "", err
 			}
@@ -364,19 +371,25 @@ func (l *Locker) findByGUID(dir, guid string) (string, bool) {
 	return "", false
 }
 
-// ensureDir creates dir, a container node, and the persistent nodes of Root
-// above it, where missing.
+// persistent is the create flag of a node that is neither ephemeral nor
+// sequential: it stays until deleted.
+const persistent = 0
+
+// ensureDir creates dir, the directory of a key, where missing. Root and
+// the nodes above it are created too when dir cannot be for want of them,
+// which happens once per Root: they are never deleted.
 func (l *Locker) ensureDir(dir string) error {
-	parts := strings.Split(strings.TrimPrefix(dir, "/"), "/")
+	_, err := l.conn.Create(dir, nil, persistent, l.opts.ACL)
+	if err == nil || errors.Is(err, zk.ErrNodeExists) {
+		return nil
+	}
+	if !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("zklock: create %s: %w", dir, err)
+	}
 	path := ""
-	for i, p := range parts {
+	for p := range strings.SplitSeq(strings.TrimPrefix(dir, "/"), "/") {
 		path += "/" + p
-		var err error
-		if i == len(parts)-1 {
-			_, err = l.conn.CreateContainer(path, nil, zk.FlagContainer, l.opts.ACL)
-		} else {
-			_, err = l.conn.Create(path, nil, zk.FlagPersistent, l.opts.ACL)
-		}
+		_, err := l.conn.Create(path, nil, persistent, l.opts.ACL)
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return fmt.Errorf("zklock: create %s: %w", path, err)
 		}
@@ -426,8 +439,9 @@ func (l *Locker) abandon(nodes []string) {
 	_, _ = l.removeAll(nodes)
 }
 
-// removeAll deletes nodes, and returns how many were gone already. Once a
-// delete fails, ZooKeeper cannot be asked now, and the nodes left are
+// removeAll deletes nodes, then the directories they were in where no
+// other node is queued, and returns how many nodes were gone already. Once
+// a delete fails, ZooKeeper cannot be asked now, and the nodes left are
 // handed to the sweeper without a call each: during an outage every call
 // waits for the client to give up a round of its servers (a second or
 // more), so a lock of ten keys would take ten times that to release.
@@ -446,7 +460,28 @@ func (l *Locker) removeAll(nodes []string) (gone int, err error) {
 			return gone, fmt.Errorf("zklock: delete %s: %w (%d nodes left to the sweeper)", node, err, len(nodes)-i)
 		}
 	}
+	for _, node := range nodes {
+		dir, _ := splitPath(node)
+		if l.removeDir(dir) != nil {
+			break // ZooKeeper cannot be asked now; the directories can wait
+		}
+	}
 	return gone, nil
+}
+
+// removeDir deletes the directory of a key unless a node is queued in it:
+// the server refuses to delete a node that has children, so a waiter's
+// node keeps the directory, and the last of the waiters deletes it. That
+// keeps the tree from growing with every key ever locked. It returns an
+// error only when ZooKeeper could not be asked; the directory is then left
+// behind, which costs the ensemble a few bytes until the next release of
+// its key deletes it.
+func (l *Locker) removeDir(dir string) error {
+	err := l.conn.Delete(dir, -1)
+	if err == nil || errors.Is(err, zk.ErrNotEmpty) || errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	return fmt.Errorf("zklock: delete %s: %w", dir, err)
 }
 
 // orphanNode hands node, created in session, to the sweeper.
@@ -501,7 +536,9 @@ func (l *Locker) sweep() {
 // sweepOne deletes the node of o, and reports whether o is dealt with.
 func (l *Locker) sweepOne(o orphan) bool {
 	if l.conn.SessionID() != o.session {
-		return true // the session that owned the node ended, and the node with it
+		// The session that owned the node ended, and the node with it.
+		_ = l.removeDir(o.dir)
+		return true
 	}
 	children, _, err := l.conn.Children(o.dir)
 	if errors.Is(err, zk.ErrNoNode) {
@@ -517,6 +554,7 @@ func (l *Locker) sweepOne(o orphan) bool {
 			}
 		}
 	}
+	_ = l.removeDir(o.dir)
 	return true
 }
 

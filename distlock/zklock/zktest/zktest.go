@@ -131,7 +131,6 @@ func (s *Server) launch() error {
 	defer logFile.Close() // the child has its own descriptor
 	cmd := exec.Command(s.java,
 		"-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", // start fast, stay small
-		"-Dznode.container.checkIntervalMs=1000",
 		"-cp", Jar, "org.apache.zookeeper.server.ZooKeeperServerMain",
 		filepath.Join(s.dir, "zoo.cfg"))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
