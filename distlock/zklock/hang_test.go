@@ -193,9 +193,10 @@ func TestHeldLockWhenServerStopsAnswering(t *testing.T) {
 
 	rctx, rcancel := context.WithTimeout(t.Context(), time.Second)
 	defer rcancel()
+	// Its ctx and CallTimeout end together: either may be the one.
 	err = returns(t, "Refresh with a 1s context", func() error { return lock.Refresh(rctx) })
-	if !errors.Is(err, zklock.ErrNoAnswer) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Refresh = %v, want ErrNoAnswer and context.DeadlineExceeded", err)
+	if !errors.Is(err, zklock.ErrNoAnswer) {
+		t.Fatalf("Refresh = %v, want ErrNoAnswer", err)
 	}
 	err = returns(t, "Release without a deadline, with a CallTimeout of 1s", func() error {
 		return lock.Release(context.Background())
