@@ -214,3 +214,107 @@ func TestHeldLockWhenServerStopsAnswering(t *testing.T) {
 	})
 	_ = returns(t, "Close", locker.Close)
 }
+
+// gate is a zk.Dialer whose connections hold what they read from the
+// server while the gate is held: the server gets and applies every call,
+// but its answers reach the client only once the gate opens.
+type gate struct {
+	mu   sync.Mutex // protects open
+	open chan struct{}
+}
+
+func newGate() *gate {
+	g := &gate{open: make(chan struct{})}
+	close(g.open)
+	return g
+}
+
+func (g *gate) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout(network, addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return gatedConn{c, g}, nil
+}
+
+// Hold keeps the answers from the client until Open.
+func (g *gate) Hold() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.open = make(chan struct{})
+}
+
+// Open hands the client what it held, and what comes after.
+func (g *gate) Open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.open:
+	default:
+		close(g.open)
+	}
+}
+
+func (g *gate) wait() {
+	g.mu.Lock()
+	open := g.open
+	g.mu.Unlock()
+	<-open
+}
+
+type gatedConn struct {
+	net.Conn
+	g *gate
+}
+
+func (c gatedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.g.wait()
+	return n, err
+}
+
+// An Obtain that gives up while its create is on its way lets go of the
+// node that the create makes anyway: once the answer comes, the sweeper
+// deletes the node, which would otherwise block the key for as long as
+// the session lives.
+func TestObtainGivenUpLeavesNoNode(t *testing.T) {
+	t.Parallel()
+	addr := zktest.Addr(t, server, serverErr)
+	g := newGate()
+	t.Cleanup(g.Open) // no read of the client's stays held
+	conn, _, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogger(quiet{}), zk.WithDialer(g.dial))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	wait.For(t, patience, "a session with the test server", func() bool { return conn.State() == zk.StateHasSession })
+	root := testRoot(t)
+	locker := zklock.New(conn, zklock.Options{Root: root, CallTimeout: time.Hour})
+	t.Cleanup(func() { _ = locker.Close() })
+	// A holder of the key, so that its directory exists and the create
+	// makes a node (in the queue behind the holder's).
+	holder, err := dial(t, root).Obtain(t.Context(), "A1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Release(context.Background()) })
+
+	g.Hold()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	err = returns(t, "Obtain with a 1s context while the answers are held", func() error {
+		_, err := locker.Obtain(ctx, "A1")
+		return err
+	})
+	if !errors.Is(err, zklock.ErrNoAnswer) {
+		t.Fatalf("Obtain = %v, want ErrNoAnswer", err)
+	}
+	g.Open()
+
+	look := connect(t)
+	dir := locker.DirForTest("A1")
+	waitChildren(t, look, dir, 1) // the holder's node only
+	if conn.State() != zk.StateHasSession {
+		t.Fatalf("the session is %v: its end, not the sweeper, may have deleted the node", conn.State())
+	}
+}
