@@ -129,13 +129,14 @@
 // # No call waits for ever
 //
 // Every ZooKeeper call of a Locker waits for its answer as long as its
-// ctx allows and Options.CallTimeout at most (10 s by default), and a wait
-// in a key's queue as long as ctx allows; Close ends every wait at once.
-// A call not answered in time fails with an error wrapping ErrNoAnswer.
-// The server may still apply it later: a node created that way, or one
-// that could not be deleted, is left to the sweeper
-// (TestObtainGivenUpLeavesNoNode). Dial whose ctx ends first returns
-// within a few seconds, and so does Close, whatever the servers do.
+// ctx allows and Options.CallTimeout at most (10 s, or a longer session
+// timeout, by default), and a wait in a key's queue as long as ctx
+// allows; Close ends every wait at once. A call not answered in time
+// fails with an error wrapping ErrNoAnswer. The server may still apply it
+// later: a node created that way, or one that could not be deleted, is
+// left to the sweeper (TestObtainGivenUpLeavesNoNode). Dial whose ctx
+// ends first returns within a few seconds, and so does Close, whatever
+// the servers do.
 //
 // # The client library
 //
