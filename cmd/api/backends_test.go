@@ -12,6 +12,7 @@ import (
 
 	"github.com/seatlock/seatlock/internal/embeddedredis"
 	"github.com/seatlock/seatlock/internal/testenv"
+	"github.com/seatlock/seatlock/internal/wait"
 )
 
 // startRedis starts an embedded Redis server for a test and returns its
@@ -33,12 +34,50 @@ func deadAddr(t *testing.T) string {
 	return fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 }
 
+// silentAddr is a loopback address on which a server accepts connections
+// and never answers, not even a handshake: a server still starting, or
+// stuck.
+func silentAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex // protects conns: the accepting goroutine appends
+		conns []net.Conn
+	)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // the listener was closed
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		wg.Wait()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
 // TestStartupNamesWhatDoesNotAnswer: a backend that does not answer at
 // start-up stops the server with exit status 1 and one line that names
-// the backend and where it is, its password hidden.
+// the backend and where it is, its password hidden, once startupWait has
+// passed at most (give or take the few seconds a ZooKeeper client takes
+// to close).
 func TestStartupNamesWhatDoesNotAnswer(t *testing.T) {
 	live, _ := startRedis(t)
 	dead := deadAddr(t)
+	silent := silentAddr(t)
 	host, port, _ := net.SplitHostPort(dead)
 	for _, tc := range []struct {
 		name string
@@ -59,11 +98,19 @@ func TestStartupNamesWhatDoesNotAnswer(t *testing.T) {
 				"redlock node at redis://" + dead + "/1 (node 3 of 3) does not answer: "}},
 		{"zookeeper", map[string]string{"ZOOKEEPER_SERVERS": dead},
 			[]string{"api: zookeeper at " + dead + " does not answer: "}},
+		{"zookeeper that never answers the handshake", map[string]string{"ZOOKEEPER_SERVERS": silent},
+			[]string{"api: zookeeper at " + silent + " does not answer: ", "context deadline exceeded"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // ZooKeeper takes startupWait to give up
 			logs := testenv.NewLogWatcher()
-			err := run(t.Context(), []string{"-addr", "127.0.0.1:0"}, func(k string) string { return tc.env[k] }, &strings.Builder{}, logs)
+			exited := make(chan error, 1)
+			go func() {
+				exited <- run(t.Context(), []string{"-addr", "127.0.0.1:0"}, func(k string) string { return tc.env[k] }, &strings.Builder{}, logs)
+			}()
+			// A bound on a hang: the ZooKeeper client's own wait for a
+			// handshake is almost seven session timeouts (LOCK_TTL, 10 s).
+			err := wait.Recv(t, exited, startupWait+30*time.Second, "the server to give up on "+tc.name)
 			var exit strings.Builder
 			if status := exitCode(err, &exit); status != 1 {
 				t.Errorf("exit status %d (%v), want 1", status, err)

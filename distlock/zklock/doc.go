@@ -126,9 +126,17 @@
 //     for the session timeout if its holder died without releasing.
 //   - Fencing: yes, the czxid of the holder's node.
 //
-// ZooKeeper calls do not take a context: a call in flight is bounded by
-// the client's read timeout (2/3 of the session timeout), not by ctx. A
-// wait in the queue does watch ctx.
+// # No call waits for ever
+//
+// Every ZooKeeper call of a Locker waits for its answer as long as its
+// ctx allows and Options.CallTimeout at most (10 s, or a longer session
+// timeout, by default), and a wait in a key's queue as long as ctx
+// allows; Close ends every wait at once. A call not answered in time
+// fails with an error wrapping ErrNoAnswer. The server may still apply it
+// later: a node created that way, or one that could not be deleted, is
+// left to the sweeper (TestObtainGivenUpLeavesNoNode). Dial whose ctx
+// ends first returns within a few seconds, and so does Close, whatever
+// the servers do.
 //
 // # The client library
 //
@@ -140,4 +148,16 @@
 // reconnection (TestCallsAcrossReconnection). The fork has no container
 // nodes (which the server deletes once empty), so the key directories are
 // plain nodes that their last releaser deletes, as above.
+//
+// The library's calls take no context and have no bound of their own.
+// While the client is stuck in its handshake with a server that took the
+// connection but does not answer (one still starting, or overloaded), a
+// call waits for the handshake to time out, after ten read timeouts
+// (almost seven session timeouts), and then for the next round of the
+// servers; one that the library's Close leaves queued (its last flush of
+// the queue can miss a call that was waiting for room in it) is never
+// answered. So each call runs in a goroutine of its own, and the Locker
+// waits for it only as long as said above: TestDialServerThatNeverAnswers,
+// TestCallsToServerThatNeverAnswers and TestHeldLockWhenServerStopsAnswering
+// check it against a server that accepts connections and never answers.
 package zklock

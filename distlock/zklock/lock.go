@@ -15,10 +15,14 @@ import (
 // key's queue, each watched by a goroutine of its own.
 type lock struct {
 	locker *Locker
-	keys   []string      // sorted, without duplicates; State.Keys too
-	nodes  []string      // nodes[i] is the znode that holds keys[i]
-	stop   chan struct{} // closed by Release: ends the watch goroutines
+	keys   []string // sorted, without duplicates; State.Keys too
+	nodes  []string // nodes[i] is the znode that holds keys[i]
 	wg     sync.WaitGroup
+
+	// watching ends with Release: it stops the watch goroutines, and
+	// their calls to ZooKeeper. stopWatching cancels it.
+	watching     context.Context
+	stopWatching context.CancelFunc
 
 	// State's Fences[i] is the czxid of nodes[i], set by hold, never
 	// changed after. Release marks it released before it deletes the
@@ -39,7 +43,7 @@ func (lk *lock) watch(node string, ch <-chan zk.Event) {
 	defer lk.wg.Done()
 	for {
 		select {
-		case <-lk.stop:
+		case <-lk.watching.Done():
 			return
 		case ev := <-ch:
 			switch ev.Type {
@@ -53,7 +57,10 @@ func (lk *lock) watch(node string, ch <-chan zk.Event) {
 			// Another event (its data changed): a watch fires once, so set
 			// it again. If that fails the node can no longer be watched,
 			// which is a loss too: the safe side.
-			exists, _, next, err := lk.locker.conn.ExistsW(node)
+			exists, _, next, err := lk.locker.existsW(lk.watching, node)
+			if lk.watching.Err() != nil {
+				return // released meanwhile
+			}
 			if err != nil || !exists {
 				lk.lose(fmt.Errorf("%w: node %s: gone or unwatchable (%v)", distlock.ErrLost, node, err))
 				return
@@ -67,13 +74,14 @@ func (lk *lock) watch(node string, ch <-chan zk.Event) {
 // lease to extend: a node lives as long as the session, which the client
 // keeps alive by itself. It returns ErrNotHeld, and declares the lock lost,
 // if a node is gone; ErrNotHeld if the lock was lost or released before;
-// or an error from ZooKeeper, wrapped.
+// or an error from ZooKeeper, wrapped (ErrNoAnswer when ctx or
+// Options.CallTimeout ended the wait for an answer).
 func (lk *lock) Refresh(ctx context.Context) error {
 	if lk.Err() != nil {
 		return distlock.ErrNotHeld
 	}
 	for _, node := range lk.nodes {
-		exists, _, err := lk.locker.conn.Exists(node)
+		exists, _, _, err := lk.locker.exists(ctx, node)
 		if err != nil {
 			return fmt.Errorf("zklock: refresh %s: %w", node, err)
 		}
@@ -91,13 +99,14 @@ func (lk *lock) Refresh(ctx context.Context) error {
 // (the others are deleted all the same); or an error from ZooKeeper,
 // wrapped: the Locker's sweeper then deletes that node and the ones after
 // it once it can (without trying each now: that would cost a timeout
-// apiece), and they are gone anyway when the session ends.
+// apiece), and they are gone anyway when the session ends. Each call ends
+// with ctx, or after Options.CallTimeout (ErrNoAnswer).
 func (lk *lock) Release(ctx context.Context) error {
 	lostErr, first := lk.MarkReleased(distlock.ErrNotHeld)
 	if !first {
 		return distlock.ErrNotHeld
 	}
-	close(lk.stop)
+	lk.stopWatching()
 	lk.wg.Wait()
 
 	l := lk.locker
@@ -105,7 +114,7 @@ func (lk *lock) Release(ctx context.Context) error {
 	delete(l.held, lk)
 	l.mu.Unlock()
 
-	gone, err := l.removeAll(lk.nodes)
+	gone, err := l.removeAll(ctx, lk.nodes)
 	switch {
 	case lostErr != nil:
 		return fmt.Errorf("%w: lost before the release (%v)", distlock.ErrNotHeld, lostErr)

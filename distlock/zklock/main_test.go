@@ -94,6 +94,7 @@ func connect(t testing.TB) *zk.Conn {
 type cutter struct {
 	mu    sync.Mutex // protects the fields below: the client dials from a goroutine of its own
 	cut   bool
+	to    string // where Divert sends new connections; "" for where asked
 	conns []net.Conn
 	dials int
 }
@@ -104,6 +105,9 @@ func (c *cutter) dial(network, addr string, timeout time.Duration) (net.Conn, er
 	c.dials++
 	if c.cut {
 		return nil, fmt.Errorf("cutter: %s is cut off", addr)
+	}
+	if c.to != "" {
+		addr = c.to
 	}
 	conn, err := net.DialTimeout(network, addr, timeout)
 	if err == nil {
@@ -141,6 +145,15 @@ func (c *cutter) closeAll() {
 		_ = conn.Close()
 	}
 	c.conns = nil
+}
+
+// Divert closes every connection and sends the new ones to addr instead,
+// or to where the client asks again when addr is "".
+func (c *cutter) Divert(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.to = addr
+	c.closeAll()
 }
 
 // Heal lets the client connect again.

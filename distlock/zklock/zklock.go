@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/z-division/go-zookeeper/zk"
@@ -32,6 +33,14 @@ type Options struct {
 	// ACL is given to every znode the Locker creates. Default
 	// zk.WorldACL(zk.PermAll).
 	ACL []zk.ACL
+
+	// CallTimeout bounds the wait for the answer to each ZooKeeper call
+	// whose ctx does not end sooner: a Release, a Refresh or an Obtain
+	// with a context that has no deadline, and the sweeper's calls.
+	// Default 10 s, or the session timeout with Dial when that is longer:
+	// a bound on a hang, not a deadline a slow server should meet. A call
+	// not answered by then fails with an error wrapping ErrNoAnswer.
+	CallTimeout time.Duration
 }
 
 // Locker is a distlock.Locker on ZooKeeper: a fair lock per key, in the
@@ -53,8 +62,15 @@ type Locker struct {
 	orphaned chan struct{} // wakes the sweeper; buffered, never closed
 	wg       sync.WaitGroup
 
+	// calls counts the goroutines of ZooKeeper calls in flight (see
+	// call): each ends when the client library answers its call. waiting
+	// counts the callers that wait for an answer.
+	calls   sync.WaitGroup
+	waiting atomic.Int64
+
 	// mu protects the fields below. held lists the locks to tell when the
 	// session is gone; a lock is in it from Obtain until its Release.
+	// calls.Add happens under mu, and only while closed is false.
 	mu      sync.Mutex
 	held    map[*lock]struct{}
 	orphans []orphan
@@ -85,6 +101,9 @@ func New(conn *zk.Conn, opts Options) *Locker {
 	if opts.ACL == nil {
 		opts.ACL = zk.WorldACL(zk.PermAll)
 	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = defaultCallTimeout
+	}
 	l := &Locker{
 		conn:     conn,
 		opts:     opts,
@@ -111,6 +130,10 @@ func New(conn *zk.Conn, opts Options) *Locker {
 // disconnected for sessionTimeout/3 declares its locks lost, because by
 // then the server, which has not heard from it for about a full session
 // timeout, may have expired the session and handed its keys on.
+//
+// When ctx ends before a session is established, Dial closes the
+// connection (see Close: a few seconds at most, whatever the servers do)
+// and returns an error wrapping ctx.Err().
 func Dial(ctx context.Context, servers []string, sessionTimeout time.Duration, opts Options, connOpts ...func(*zk.Conn)) (*Locker, error) {
 	conn, events, err := zk.Connect(servers, sessionTimeout, func(c *zk.Conn) {
 		for _, o := range connOpts {
@@ -119,6 +142,9 @@ func Dial(ctx context.Context, servers []string, sessionTimeout time.Duration, o
 	})
 	if err != nil {
 		return nil, fmt.Errorf("zklock: connect to %q: %w", servers, err)
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = max(sessionTimeout, defaultCallTimeout)
 	}
 	l := New(conn, opts)
 	l.owned = true
@@ -135,10 +161,19 @@ func Dial(ctx context.Context, servers []string, sessionTimeout time.Duration, o
 	}
 }
 
-// Close stops the Locker's goroutines and waits for them. If the Locker
-// came from Dial it also closes the connection: that ends the session, and
-// ZooKeeper deletes every node of it at once, so locks still held are
-// released (and reported lost to their holders). Close always returns nil.
+// Close stops the Locker's goroutines and waits for them. Every call of
+// the Locker still waiting for ZooKeeper returns at once, with an error
+// wrapping ErrNoAnswer. If the Locker came from Dial, Close also closes
+// the connection: that ends the session, and ZooKeeper deletes every node
+// of it at once, so locks still held are released (and reported lost to
+// their holders).
+//
+// Close returns within a few seconds whatever the servers do: it waits
+// that long at most for the client library to close the connection and
+// to answer the calls in flight, and leaves them to end by themselves
+// after that. A Locker from New does not wait for its calls in flight:
+// they end when the library answers them, at the latest when the caller
+// closes the connection. Close always returns nil.
 func (l *Locker) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -149,9 +184,18 @@ func (l *Locker) Close() error {
 	l.mu.Unlock()
 	close(l.done)
 	if l.owned {
-		l.conn.Close() // ends the calls in flight at once, and the event stream
+		// The library's Close answers the calls it has not sent, and
+		// ends the event stream once its connection goes.
+		l.calls.Add(1)
+		go func() {
+			defer l.calls.Done()
+			l.conn.Close()
+		}()
 	}
-	l.wg.Wait()
+	l.wg.Wait() // the Locker's own goroutines wait for no call any more
+	if l.owned {
+		waitFor(&l.calls, closeWait)
+	}
 	return nil
 }
 
@@ -233,8 +277,9 @@ func (l *Locker) loseAll(cause error) {
 // is not ErrNotAcquired; the nodes it created are deleted then too, now or
 // by the Locker's sweeper once the connection is back.
 //
-// A ZooKeeper call in flight does not watch ctx: the client bounds it by
-// its read timeout (2/3 of the session timeout).
+// Every ZooKeeper call watches ctx too, and Options.CallTimeout: when ctx
+// ends during a call the error wraps ErrNoAnswer and ctx.Err(), and
+// ErrNotAcquired.
 func (l *Locker) Obtain(ctx context.Context, keys ...string) (distlock.Lock, error) {
 	return l.obtain(ctx, true, keys)
 }
@@ -258,38 +303,45 @@ func (l *Locker) obtain(ctx context.Context, wait bool, keys []string) (distlock
 		keys:   keys,
 		nodes:  make([]string, 0, len(keys)),
 		State:  lockstate.State{Keys: keys, Fences: make([]int64, len(keys))},
-		stop:   make(chan struct{}),
 	}
-	for _, key := range keys {
-		dir, err := l.dir(key)
-		if err != nil {
-			l.abandon(lk.nodes)
-			return nil, err
+	lk.watching, lk.stopWatching = context.WithCancel(context.Background())
+	if err := l.queue(ctx, wait, lk); err != nil {
+		lk.stopWatching()
+		l.abandon(lk.nodes, err)
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) && !errors.Is(err, distlock.ErrNotAcquired) {
+			err = errors.Join(distlock.ErrNotAcquired, err)
 		}
-		node, err := l.enqueue(ctx, dir)
-		if err != nil {
-			l.abandon(lk.nodes)
-			return nil, err
-		}
-		lk.nodes = append(lk.nodes, node)
-		if err := l.waitFirst(ctx, wait, key, node); err != nil {
-			l.abandon(lk.nodes)
-			return nil, err
-		}
-	}
-	if err := l.hold(lk); err != nil {
-		l.abandon(lk.nodes)
 		return nil, err
 	}
 	return lk, nil
 }
 
+// queue takes the keys of lk one after the other, appending the nodes it
+// creates to lk.nodes, then holds them.
+func (l *Locker) queue(ctx context.Context, wait bool, lk *lock) error {
+	for _, key := range lk.keys {
+		dir, err := l.dir(key)
+		if err != nil {
+			return err
+		}
+		node, err := l.enqueue(ctx, dir)
+		if err != nil {
+			return err
+		}
+		lk.nodes = append(lk.nodes, node)
+		if err := l.waitFirst(ctx, wait, key, node); err != nil {
+			return err
+		}
+	}
+	return l.hold(ctx, lk)
+}
+
 // hold watches the nodes of a lock whose every node is first in its queue,
 // records their fencing tokens, and registers the lock for session events.
-func (l *Locker) hold(lk *lock) error {
+func (l *Locker) hold(ctx context.Context, lk *lock) error {
 	watches := make([]<-chan zk.Event, len(lk.nodes))
 	for i, node := range lk.nodes {
-		exists, stat, ch, err := l.conn.ExistsW(node)
+		exists, stat, ch, err := l.existsW(ctx, node)
 		if err != nil {
 			return fmt.Errorf("zklock: watch %s: %w", node, err)
 		}
@@ -328,12 +380,26 @@ const protectedPrefix = "_c_"
 // tries again. The directory can be deleted again in between, by a client
 // that took and released the key meanwhile: each retry means somebody else
 // got the key, and ctx bounds how long this one keeps trying.
+//
+// A create that enqueue stops waiting for (see call) may still be applied:
+// the node it makes, or may have made, is then handed to the sweeper.
 func (l *Locker) enqueue(ctx context.Context, dir string) (string, error) {
 	guid := newGUID()
 	path := dir + "/" + protectedPrefix + guid + "-" + nodePrefix
 	for {
 		session := l.conn.SessionID()
-		node, err := l.conn.Create(path, nil, zk.FlagEphemeral|zk.FlagSequence, l.opts.ACL)
+		create := func() (string, error) {
+			return l.conn.Create(path, nil, zk.FlagEphemeral|zk.FlagSequence, l.opts.ACL)
+		}
+		abandoned := func(node string, err error) {
+			switch {
+			case err == nil:
+				l.orphanNode(node, session)
+			case errors.Is(err, zk.ErrConnectionClosed):
+				l.orphan(orphan{dir: dir, guid: guid, session: session})
+			}
+		}
+		node, err := call(ctx, l, create, abandoned)
 		switch {
 		case err == nil:
 			return node, nil
@@ -341,12 +407,14 @@ func (l *Locker) enqueue(ctx context.Context, dir string) (string, error) {
 			if ctx.Err() != nil {
 				return "", errors.Join(distlock.ErrNotAcquired, ctx.Err())
 			}
-			if err := l.ensureDir(dir); err != nil {
+			if err := l.ensureDir(ctx, dir); err != nil {
 				return "", err
 			}
+		case errors.Is(err, ErrNoAnswer):
+			return "", fmt.Errorf("zklock: create in %s: %w", dir, err) // abandoned deals with the node
 		case errors.Is(err, zk.ErrConnectionClosed):
 			// The create may have been applied before the connection broke.
-			if node, ok := l.findByGUID(dir, guid); ok {
+			if node, ok := l.findByGUID(ctx, dir, guid); ok {
 				return node, nil
 			}
 			l.orphan(orphan{dir: dir, guid: guid, session: session})
@@ -358,8 +426,8 @@ func (l *Locker) enqueue(ctx context.Context, dir string) (string, error) {
 }
 
 // findByGUID looks in dir for the node named with guid.
-func (l *Locker) findByGUID(dir, guid string) (string, bool) {
-	children, _, err := l.conn.Children(dir)
+func (l *Locker) findByGUID(ctx context.Context, dir, guid string) (string, bool) {
+	children, err := l.children(ctx, dir)
 	if err != nil {
 		return "", false
 	}
@@ -378,8 +446,8 @@ const persistent = 0
 // ensureDir creates dir, the directory of a key, where missing. Root and
 // the nodes above it are created too when dir cannot be for want of them,
 // which happens once per Root: they are never deleted.
-func (l *Locker) ensureDir(dir string) error {
-	_, err := l.conn.Create(dir, nil, persistent, l.opts.ACL)
+func (l *Locker) ensureDir(ctx context.Context, dir string) error {
+	err := l.createDir(ctx, dir)
 	if err == nil || errors.Is(err, zk.ErrNodeExists) {
 		return nil
 	}
@@ -389,12 +457,20 @@ func (l *Locker) ensureDir(dir string) error {
 	path := ""
 	for p := range strings.SplitSeq(strings.TrimPrefix(dir, "/"), "/") {
 		path += "/" + p
-		_, err := l.conn.Create(path, nil, persistent, l.opts.ACL)
+		err := l.createDir(ctx, path)
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return fmt.Errorf("zklock: create %s: %w", path, err)
 		}
 	}
 	return nil
+}
+
+// createDir creates the persistent node path.
+func (l *Locker) createDir(ctx context.Context, path string) error {
+	return call0(ctx, l, func() error {
+		_, err := l.conn.Create(path, nil, persistent, l.opts.ACL)
+		return err
+	})
 }
 
 // waitFirst waits until node is the first of its queue, watching only its
@@ -403,7 +479,7 @@ func (l *Locker) ensureDir(dir string) error {
 func (l *Locker) waitFirst(ctx context.Context, wait bool, key, node string) error {
 	dir, name := splitPath(node)
 	for {
-		children, _, err := l.conn.Children(dir)
+		children, err := l.children(ctx, dir)
 		if err != nil {
 			return fmt.Errorf("zklock: list %s: %w", dir, err)
 		}
@@ -418,7 +494,7 @@ func (l *Locker) waitFirst(ctx context.Context, wait bool, key, node string) err
 		if !wait {
 			return fmt.Errorf("%w: %q is held", distlock.ErrNotAcquired, key)
 		}
-		exists, _, ch, err := l.conn.ExistsW(dir + "/" + children[i-1])
+		exists, _, ch, err := l.existsW(ctx, dir+"/"+children[i-1])
 		if err != nil {
 			return fmt.Errorf("zklock: watch %s: %w", children[i-1], err)
 		}
@@ -429,14 +505,25 @@ func (l *Locker) waitFirst(ctx context.Context, wait bool, key, node string) err
 		case <-ch: // deleted, or the watch ended with the session: look again
 		case <-ctx.Done():
 			return errors.Join(distlock.ErrNotAcquired, ctx.Err())
+		case <-l.done:
+			return fmt.Errorf("zklock: wait for %q: %w", key, zk.ErrClosing)
 		}
 	}
 }
 
-// abandon deletes nodes of an Obtain that failed. A node that cannot be
-// deleted now is left to the sweeper.
-func (l *Locker) abandon(nodes []string) {
-	_, _ = l.removeAll(nodes)
+// abandon deletes nodes of an Obtain that failed with err. A node that
+// cannot be deleted now is left to the sweeper, and so is every node when
+// err says that ZooKeeper does not answer: the deletes would wait for
+// Options.CallTimeout before they failed too, and the Obtain with them.
+func (l *Locker) abandon(nodes []string, err error) {
+	if errors.Is(err, ErrNoAnswer) {
+		session := l.conn.SessionID()
+		for _, n := range nodes {
+			l.orphanNode(n, session)
+		}
+		return
+	}
+	_, _ = l.removeAll(context.Background(), nodes)
 }
 
 // removeAll deletes nodes, then the directories they were in where no
@@ -445,10 +532,10 @@ func (l *Locker) abandon(nodes []string) {
 // handed to the sweeper without a call each: during an outage every call
 // waits for the client to give up a round of its servers (a second or
 // more), so a lock of ten keys would take ten times that to release.
-func (l *Locker) removeAll(nodes []string) (gone int, err error) {
+func (l *Locker) removeAll(ctx context.Context, nodes []string) (gone int, err error) {
 	for i, node := range nodes {
 		session := l.conn.SessionID()
-		err := l.conn.Delete(node, -1)
+		err := l.delete(ctx, node)
 		switch {
 		case err == nil:
 		case errors.Is(err, zk.ErrNoNode):
@@ -462,7 +549,7 @@ func (l *Locker) removeAll(nodes []string) (gone int, err error) {
 	}
 	for _, node := range nodes {
 		dir, _ := splitPath(node)
-		if l.removeDir(dir) != nil {
+		if l.removeDir(ctx, dir) != nil {
 			break // ZooKeeper cannot be asked now; the directories can wait
 		}
 	}
@@ -476,8 +563,8 @@ func (l *Locker) removeAll(nodes []string) (gone int, err error) {
 // error only when ZooKeeper could not be asked; the directory is then left
 // behind, which costs the ensemble a few bytes until the next release of
 // its key deletes it.
-func (l *Locker) removeDir(dir string) error {
-	err := l.conn.Delete(dir, -1)
+func (l *Locker) removeDir(ctx context.Context, dir string) error {
+	err := l.delete(ctx, dir)
 	if err == nil || errors.Is(err, zk.ErrNotEmpty) || errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -533,14 +620,16 @@ func (l *Locker) sweep() {
 	}
 }
 
-// sweepOne deletes the node of o, and reports whether o is dealt with.
+// sweepOne deletes the node of o, and reports whether o is dealt with. Its
+// calls end with the Locker, and after Options.CallTimeout each.
 func (l *Locker) sweepOne(o orphan) bool {
+	ctx := context.Background()
 	if l.conn.SessionID() != o.session {
 		// The session that owned the node ended, and the node with it.
-		_ = l.removeDir(o.dir)
+		_ = l.removeDir(ctx, o.dir)
 		return true
 	}
-	children, _, err := l.conn.Children(o.dir)
+	children, err := l.children(ctx, o.dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		return true
 	}
@@ -549,13 +638,55 @@ func (l *Locker) sweepOne(o orphan) bool {
 	}
 	for _, c := range children {
 		if strings.HasPrefix(c, protectedPrefix+o.guid) {
-			if err := l.conn.Delete(o.dir+"/"+c, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			if err := l.delete(ctx, o.dir+"/"+c); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return false
 			}
 		}
 	}
-	_ = l.removeDir(o.dir)
+	_ = l.removeDir(ctx, o.dir)
 	return true
+}
+
+// children lists the children of path.
+func (l *Locker) children(ctx context.Context, path string) ([]string, error) {
+	return call(ctx, l, func() ([]string, error) {
+		children, _, err := l.conn.Children(path)
+		return children, err
+	}, nil)
+}
+
+// delete deletes the node path, whatever its version.
+func (l *Locker) delete(ctx context.Context, path string) error {
+	return call0(ctx, l, func() error { return l.conn.Delete(path, -1) })
+}
+
+// exists tells whether path exists, with its stat.
+func (l *Locker) exists(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	return l.existsCall(ctx, path, false)
+}
+
+// existsW tells whether path exists, with its stat, and sets a watch on
+// it: its channel gets the next change of path.
+func (l *Locker) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	return l.existsCall(ctx, path, true)
+}
+
+// existsCall is exists, or existsW when watch is set.
+func (l *Locker) existsCall(ctx context.Context, path string, watch bool) (bool, *zk.Stat, <-chan zk.Event, error) {
+	type answer struct {
+		exists bool
+		stat   *zk.Stat
+		ch     <-chan zk.Event
+	}
+	a, err := call(ctx, l, func() (answer, error) {
+		if watch {
+			exists, stat, ch, err := l.conn.ExistsW(path)
+			return answer{exists, stat, ch}, err
+		}
+		exists, stat, err := l.conn.Exists(path)
+		return answer{exists, stat, nil}, err
+	}, nil)
+	return a.exists, a.stat, a.ch, err
 }
 
 // dir returns the znode directory of key: Root, then the key escaped into
