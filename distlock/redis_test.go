@@ -21,13 +21,7 @@ import (
 // ends.
 func newClient(t testing.TB) *redis.Client {
 	t.Helper()
-	opt, err := redis.ParseURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatalf("parse Redis URL: %v", err)
-	}
-	c := redis.NewClient(opt)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return testenv.RedisClient(t, testenv.RedisURL(t))
 }
 
 // testPrefix returns a key prefix of t's own, so that tests and packages

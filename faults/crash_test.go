@@ -59,7 +59,7 @@ func TestHolderCrash(t *testing.T) {
 		"LOCK_WAIT":    "5s",
 	}
 	a, b := startAPI(t, env), startAPI(t, env)
-	rc := redisClient(t, redisURL)
+	rc := testenv.RedisClient(t, redisURL)
 	s := createScreening(t, a.url, `{"movie":"Crash","rows":1,"seats_per_row":6,"payment_delay_ms":3000}`)
 	seats := []string{"A2", "A3", "A4"}
 
@@ -142,7 +142,7 @@ func TestLostLock(t *testing.T) {
 		"DATABASE_URL": testenv.NewDatabase(t),
 		"LOCK_TTL":     ttl.String(),
 	})
-	rc := redisClient(t, redisURL)
+	rc := testenv.RedisClient(t, redisURL)
 
 	for _, lock := range []string{"redis", "keyed+redis"} {
 		t.Run(lock, func(t *testing.T) {

@@ -119,7 +119,7 @@ func TestHolderPause(t *testing.T) {
 	}
 	redisURL := testenv.RedisURL(t)
 	database := testenv.NewDatabase(t)
-	rc := redisClient(t, redisURL)
+	rc := testenv.RedisClient(t, redisURL)
 	for _, prov := range providers() {
 		rig := startPauseRig(t, redisURL, database, rc, prov)
 		for _, guard := range []string{"fence", "off"} {

@@ -121,12 +121,7 @@ func newHookedBatcher(t *testing.T, h *batchHook) *Batcher {
 
 func newHookedBatcherTimeout(t *testing.T, h *batchHook, timeout time.Duration) *Batcher {
 	t.Helper()
-	opt, err := redis.ParseURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(opt)
-	t.Cleanup(func() { _ = c.Close() })
+	c := testenv.RedisClient(t, testenv.RedisURL(t))
 	c.AddHook(h)
 	return New(c, timeout)
 }
