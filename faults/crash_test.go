@@ -47,9 +47,7 @@ func waitLocked(t *testing.T, rc *redis.Client, screeningID string, seats ...str
 // TestHolderCrash kills an instance while it holds the locks of a
 // three-seat booking, in the middle of its payment.
 func TestHolderCrash(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault test")
-	}
+	faultTest(t)
 	const ttl = time.Second
 	redisURL := testenv.RedisURL(t)
 	env := map[string]string{
@@ -132,9 +130,7 @@ func TestHolderCrash(t *testing.T) {
 // booking is in its payment: the watchdog's next renewal finds the key
 // gone, closes Lost, and the booking aborts before it writes.
 func TestLostLock(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault test")
-	}
+	faultTest(t)
 	const ttl = time.Second // renewals every 333ms
 	redisURL := testenv.RedisURL(t)
 	inst := startAPI(t, map[string]string{

@@ -114,9 +114,7 @@ func waitOwnerChange(t *testing.T, rc *redis.Client, screeningID, seat, old stri
 // Under SEATLOCK_FAULT_MATRIX=1 every case runs with the plain payment
 // provider and with the fence-checking one.
 func TestHolderPause(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault test")
-	}
+	faultTest(t)
 	redisURL := testenv.RedisURL(t)
 	database := testenv.NewDatabase(t)
 	rc := testenv.RedisClient(t, redisURL)

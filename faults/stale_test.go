@@ -35,9 +35,7 @@ const staleChargeTTL = 10 * time.Second
 // nothing, and B books. Either way one booking, and one charge kept. The default run has the
 // fence-checking provider; SEATLOCK_FAULT_MATRIX=1 runs both.
 func TestStaleCharge(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault test")
-	}
+	faultTest(t)
 	provs := []provider{fenceProvider}
 	if os.Getenv(matrixEnv) == "1" {
 		provs = providers()
