@@ -1,7 +1,6 @@
 package distlock_test
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -67,11 +66,7 @@ func TestRedisObserverSeesFailedRenewals(t *testing.T) {
 	c.AddHook(hook)
 	obs := &renewals{}
 	r := newRedis(t, c, distlock.RedisOptions{TTL: ttl, RenewEvery: every, Prefix: testPrefix(t), Observer: obs})
-	lock, err := r.Obtain(t.Context(), "{s}:A2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lock.Release(context.Background()) })
+	obtainHeld(t, r, "{s}:A2")
 
 	hook.on.Store(true)
 	wait.For(t, 10*time.Second, "a failed renewal observed while every renewal fails", func() bool {
@@ -92,11 +87,7 @@ func TestRedisObserverSeesLostKey(t *testing.T) {
 	c := newClient(t)
 	obs := &renewals{}
 	r := newRedis(t, c, distlock.RedisOptions{TTL: ttl, RenewEvery: every, Prefix: testPrefix(t), Observer: obs})
-	lock, err := r.Obtain(t.Context(), "{s}:A3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lock.Release(context.Background()) })
+	lock := obtainHeld(t, r, "{s}:A3")
 
 	// Someone deletes the key (an operator, a failover that lost it): the
 	// next renewal finds it gone.
@@ -124,11 +115,7 @@ func TestRedisObserverSeesExpiry(t *testing.T) {
 	const ttl = 200 * time.Millisecond
 	obs := &renewals{}
 	r := newRedis(t, newClient(t), distlock.RedisOptions{TTL: ttl, RenewEvery: -1, Prefix: testPrefix(t), Observer: obs})
-	lock, err := r.Obtain(t.Context(), "{s}:A4")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lock.Release(context.Background()) })
+	lock := obtainHeld(t, r, "{s}:A4")
 	wait.Recv(t, lock.Lost(), 10*time.Second, "the lock is lost once its lease ran out without renewals")
 	wait.For(t, 10*time.Second, "the loss reported to the observer", func() bool { _, _, lost := obs.counts(); return lost > 0 })
 	if ok, failed, lost := obs.counts(); lost != 1 || ok != 0 || failed != 0 {

@@ -21,13 +21,7 @@ import (
 // ends.
 func newClient(t testing.TB) *redis.Client {
 	t.Helper()
-	opt, err := redis.ParseURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatalf("parse Redis URL: %v", err)
-	}
-	c := redis.NewClient(opt)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return testenv.RedisClient(t, testenv.RedisURL(t))
 }
 
 // testPrefix returns a key prefix of t's own, so that tests and packages
@@ -54,6 +48,18 @@ func newRedis(t testing.TB, c redis.UniversalClient, opts distlock.RedisOptions)
 	r := distlock.NewRedis(c, opts)
 	t.Cleanup(func() { _ = r.Close() })
 	return r
+}
+
+// obtainHeld obtains key from r, failing t if it cannot, and releases it
+// when t ends.
+func obtainHeld(t *testing.T, r *distlock.Redis, key string) distlock.Lock {
+	t.Helper()
+	lock, err := r.Obtain(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lock.Release(context.Background()) })
+	return lock
 }
 
 func TestRedisConformance(t *testing.T) {
@@ -89,6 +95,15 @@ func TestRedisConformance(t *testing.T) {
 			}
 		},
 	})
+}
+
+// loggedClient returns a client of its own on the test Redis, and the log
+// of the commands it sends.
+func loggedClient(t *testing.T) (*redis.Client, *commandLog) {
+	t.Helper()
+	c, log := newClient(t), &commandLog{}
+	c.AddHook(log)
+	return c, log
 }
 
 // commandLog is a go-redis hook that records the name of every command a
@@ -165,9 +180,7 @@ func (h *commandLog) count(name string) int {
 }
 
 func TestRedisOneRoundTripPerOperation(t *testing.T) {
-	c := newClient(t)
-	log := &commandLog{}
-	c.AddHook(log)
+	c, log := loggedClient(t)
 	r := newRedis(t, c, distlock.RedisOptions{Prefix: testPrefix(t)}) // TTL 10s: no renewal during the test
 	ctx := t.Context()
 
@@ -214,9 +227,7 @@ func TestRedisHandoffWakesByPush(t *testing.T) {
 	prefix := testPrefix(t)
 	ctx := t.Context()
 	holder := newRedis(t, newClient(t), distlock.RedisOptions{TTL: time.Minute, Prefix: prefix})
-	waiterClient := newClient(t)
-	log := &commandLog{}
-	waiterClient.AddHook(log)
+	waiterClient, log := loggedClient(t)
 	waiter := newRedis(t, waiterClient, distlock.RedisOptions{Prefix: prefix, MinBackoff: pollForever, MaxBackoff: pollForever})
 
 	const key = "{screening-1}:C7"
@@ -255,9 +266,7 @@ func TestRedisWaitersShareOneSubscription(t *testing.T) {
 	// Leases of a minute: a waiter polls no later than the holder's lease
 	// ends, and none may end within the test.
 	holder := newRedis(t, newClient(t), distlock.RedisOptions{TTL: time.Minute, Prefix: prefix})
-	waitersClient := newClient(t)
-	log := &commandLog{}
-	waitersClient.AddHook(log)
+	waitersClient, log := loggedClient(t)
 	waiters := newRedis(t, waitersClient, distlock.RedisOptions{TTL: time.Minute, Prefix: prefix, MinBackoff: pollForever, MaxBackoff: pollForever})
 	admin := newClient(t)
 	const key = "{screening-1}:C8"
@@ -343,11 +352,7 @@ func TestRedisRenewalFailures(t *testing.T) {
 	hook := &failingRefresh{}
 	c.AddHook(hook)
 	r := newRedis(t, c, distlock.RedisOptions{TTL: ttl, RenewEvery: every, Prefix: testPrefix(t)})
-	lock, err := r.Obtain(t.Context(), "{s}:C9")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lock.Release(context.Background()) })
+	lock := obtainHeld(t, r, "{s}:C9")
 
 	// A few failed renewals within the lease are no loss, even once the
 	// lease they could not extend has passed.
@@ -403,9 +408,7 @@ func TestRedisBackendErrorIsNotNotAcquired(t *testing.T) {
 // that their scripts travel in shared pipelines: a reply delivered to the
 // wrong caller would let two goroutines into one key.
 func TestRedisExclusionThroughBatches(t *testing.T) {
-	c := newClient(t)
-	log := &commandLog{}
-	c.AddHook(log)
+	c, log := loggedClient(t)
 	r := newRedis(t, c, distlock.RedisOptions{Prefix: testPrefix(t)})
 	distlocktest.ExclusionOnKeys(t, r, []string{"{s}:C1", "{s}:C2", "{s}:C3", "{s}:C4"}, 8, 40, true)
 	if n := log.largestPipeline("evalsha"); n < 2 {
@@ -453,12 +456,7 @@ func TestRedisFencingSurvivesDataLoss(t *testing.T) {
 	if err := c.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	lock, err := locker.Obtain(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Release(ctx)
-	if tok := lock.Token(key); tok <= last {
+	if tok := obtainHeld(t, locker, key).Token(key); tok <= last {
 		t.Fatalf("token after the data was lost %d, want above %d, the last token issued before", tok, last)
 	}
 }
@@ -524,12 +522,7 @@ func TestRedisFenceCounterExpires(t *testing.T) {
 	wait.For(t, 5*fenceTTL, "the fence counter to expire", func() bool {
 		return c.Exists(ctx, counter).Val() == 0
 	})
-	lock, err := locker.Obtain(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Release(ctx)
-	if tok := lock.Token(key); tok <= last {
+	if tok := obtainHeld(t, locker, key).Token(key); tok <= last {
 		t.Fatalf("token after the counter expired %d, want above %d, the last token it gave", tok, last)
 	}
 }

@@ -25,14 +25,7 @@ import (
 // fails with ErrNotReplicated once WaitTimeout has passed, and leaves no
 // lock key behind.
 func TestRedisWaitReplicas(t *testing.T) {
-	// No delay before the full sync that brings the replica in.
-	primary := testenv.StartRedisServer(t, func(int, string) []string {
-		return []string{"--repl-diskless-sync-delay", "0"}
-	})
-	_, primaryPort, _ := strings.Cut(primary.Addr, ":")
-	replica := testenv.StartRedisServer(t, func(int, string) []string {
-		return []string{"--replicaof", "127.0.0.1", primaryPort}
-	})
+	primary, replica := startReplicated(t)
 	pc := redis.NewClient(connOptions(primary.Addr, 0))
 	t.Cleanup(func() { _ = pc.Close() })
 	rc := redis.NewClient(&redis.Options{Addr: replica.Addr})
@@ -94,6 +87,20 @@ func TestRedisWaitReplicas(t *testing.T) {
 			}
 		}
 	})
+}
+
+// startReplicated starts a private Redis primary and a replica of it.
+func startReplicated(t *testing.T) (primary, replica *testenv.RedisServer) {
+	t.Helper()
+	// No delay before the full sync that brings the replica in.
+	primary = testenv.StartRedisServer(t, func(int, string) []string {
+		return []string{"--repl-diskless-sync-delay", "0"}
+	})
+	_, primaryPort, _ := strings.Cut(primary.Addr, ":")
+	replica = testenv.StartRedisServer(t, func(int, string) []string {
+		return []string{"--replicaof", "127.0.0.1", primaryPort}
+	})
+	return primary, replica
 }
 
 // waitReplication waits until the replica is in sync with the primary.
@@ -169,13 +176,7 @@ func TestNewRedisWaitReplicasPanics(t *testing.T) {
 // It also checks that with WaitClient the acquires' commands (the script
 // and WAIT) go on that client, never on the locker's own.
 func TestRedisWaitReplicasBoundedUnderLoad(t *testing.T) {
-	primary := testenv.StartRedisServer(t, func(int, string) []string {
-		return []string{"--repl-diskless-sync-delay", "0"}
-	})
-	_, primaryPort, _ := strings.Cut(primary.Addr, ":")
-	replica := testenv.StartRedisServer(t, func(int, string) []string {
-		return []string{"--replicaof", "127.0.0.1", primaryPort}
-	})
+	primary, replica := startReplicated(t)
 	// counted returns a client of the primary with a pool of poolSize
 	// connections, and a count of the WAITs sent on it.
 	counted := func(poolSize int) (*redis.Client, *atomic.Int64) {

@@ -80,9 +80,7 @@ var clockFaults = []clockFault{
 // runs by default; with SEATLOCK_FAULT_MATRIX=1, every case, with the
 // plain payment provider and with the fence-checking one.
 func TestLockServerClock(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault test")
-	}
+	faultTest(t)
 	lib := fastClockLibrary(t)
 	for i, f := range clockFaults {
 		if i >= 2 && os.Getenv(matrixEnv) != "1" {

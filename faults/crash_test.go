@@ -47,9 +47,7 @@ func waitLocked(t *testing.T, rc *redis.Client, screeningID string, seats ...str
 // TestHolderCrash kills an instance while it holds the locks of a
 // three-seat booking, in the middle of its payment.
 func TestHolderCrash(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault test")
-	}
+	faultTest(t)
 	const ttl = time.Second
 	redisURL := testenv.RedisURL(t)
 	env := map[string]string{
@@ -59,7 +57,7 @@ func TestHolderCrash(t *testing.T) {
 		"LOCK_WAIT":    "5s",
 	}
 	a, b := startAPI(t, env), startAPI(t, env)
-	rc := redisClient(t, redisURL)
+	rc := testenv.RedisClient(t, redisURL)
 	s := createScreening(t, a.url, `{"movie":"Crash","rows":1,"seats_per_row":6,"payment_delay_ms":3000}`)
 	seats := []string{"A2", "A3", "A4"}
 
@@ -132,9 +130,7 @@ func TestHolderCrash(t *testing.T) {
 // booking is in its payment: the watchdog's next renewal finds the key
 // gone, closes Lost, and the booking aborts before it writes.
 func TestLostLock(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault test")
-	}
+	faultTest(t)
 	const ttl = time.Second // renewals every 333ms
 	redisURL := testenv.RedisURL(t)
 	inst := startAPI(t, map[string]string{
@@ -142,7 +138,7 @@ func TestLostLock(t *testing.T) {
 		"DATABASE_URL": testenv.NewDatabase(t),
 		"LOCK_TTL":     ttl.String(),
 	})
-	rc := redisClient(t, redisURL)
+	rc := testenv.RedisClient(t, redisURL)
 
 	for _, lock := range []string{"redis", "keyed+redis"} {
 		t.Run(lock, func(t *testing.T) {

@@ -61,9 +61,7 @@ func startDaemon(t *testing.T, prog string, args ...string) int {
 // Under SEATLOCK_FAULT_MATRIX=1 each case runs with the plain payment
 // provider and with the fence-checking one.
 func TestRedisFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault test")
-	}
+	faultTest(t)
 	locks := []string{"redis"}
 	if os.Getenv(matrixEnv) == "1" {
 		locks = []string{"redis", "keyed+redis"}
@@ -153,13 +151,7 @@ sentinel parallel-syncs seatlock 1
 		fmt.Sprintf(`{"movie":"Failover","rows":26,"seats_per_row":100,"payment_delay_ms":20,"lock":%q}`, lock))
 	probe := createScreening(t, apis[0].url, fmt.Sprintf(`{"movie":"Failover probe","rows":1,"seats_per_row":1,"payment_delay_ms":%d,"lock":%q}`,
 		failoverProbePayment.Milliseconds(), lock))
-	loads := []*load{startLoad(apis[0].url, sc.ID, 3), startLoad(apis[1].url, sc.ID, 3)}
-	defer func() {
-		for _, l := range loads {
-			l.finish()
-		}
-	}()
-	confirmedAfter(t, loads, time.Time{}, steadyBookings, "each instance confirms bookings before the fault")
+	loads := steadyLoads(t, apis, sc.ID)
 
 	addToxic("replication lag", fmt.Sprintf(`{"name":"lag","type":"latency","stream":"downstream","toxicity":1,"attributes":{"latency":%d}}`,
 		replicationLag.Milliseconds())).apply(t, link)

@@ -28,6 +28,15 @@ var binaries struct {
 	loadgen string // built only when the load test will run
 }
 
+// faultTest skips t with -short: a fault test starts servers of its own
+// and runs for seconds.
+func faultTest(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+}
+
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
@@ -317,13 +326,7 @@ func bookAsync(base, screeningID, customer string, seats ...string) <-chan answe
 // receive waits for an answer from bookAsync, at most timeout.
 func receive(t *testing.T, c <-chan answer, timeout time.Duration) answer {
 	t.Helper()
-	select {
-	case a := <-c:
-		return a
-	case <-time.After(timeout):
-		t.Fatalf("no answer within %v", timeout)
-		return answer{}
-	}
+	return wait.Recv(t, c, timeout, "an answer")
 }
 
 // cancelBooking cancels a booking with its token, and fails t unless the

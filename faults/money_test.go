@@ -49,6 +49,16 @@ func settleWithin(delay time.Duration) time.Duration {
 // whether or not SEATLOCK_FAULT_MATRIX is set.
 func moneyProviders() []provider { return []provider{plainProvider, fenceProvider} }
 
+// runMoneyCase runs a money case once per money provider, each a subtest
+// named after what the case does. It is a fault test: skipped with -short.
+func runMoneyCase(t *testing.T, name string, run func(t *testing.T, prov provider)) {
+	t.Helper()
+	faultTest(t)
+	for _, prov := range moneyProviders() {
+		t.Run(prov.subtest(name), func(t *testing.T) { run(t, prov) })
+	}
+}
+
 // moneyRig is what one money case runs on: instances A and B on one Redis
 // and one database, A reaching Postgres through a gate proxy that is open
 // unless the case holds it, the provider both charge through, and a pool
@@ -252,12 +262,7 @@ const (
 // the seat's lock while the charge is still running (an overlap, two
 // holders paying for one seat).
 func TestMoneyHangUps(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault test")
-	}
-	for _, prov := range moneyProviders() {
-		t.Run(prov.subtest("clients give up after the payment delay"), func(t *testing.T) { runHangUps(t, prov) })
-	}
+	runMoneyCase(t, "clients give up after the payment delay", runHangUps)
 }
 
 func runHangUps(t *testing.T, prov provider) {
@@ -347,13 +352,8 @@ const (
 // reconciler of B must settle it while A is still stopped, and the ledger
 // is checked then, and again once A has answered.
 func TestMoneyHolderPaused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault test")
-	}
-	for _, prov := range moneyProviders() {
-		t.Run(prov.subtest("resumed before its payment is due"), func(t *testing.T) { runHolderPaused(t, prov, false) })
-		t.Run(prov.subtest("stopped until its payment is due"), func(t *testing.T) { runHolderPaused(t, prov, true) })
-	}
+	runMoneyCase(t, "resumed before its payment is due", func(t *testing.T, prov provider) { runHolderPaused(t, prov, false) })
+	runMoneyCase(t, "stopped until its payment is due", func(t *testing.T, prov provider) { runHolderPaused(t, prov, true) })
 }
 
 func runHolderPaused(t *testing.T, prov provider, untilDue bool) {
@@ -420,12 +420,7 @@ const killedDelay = time.Second
 // other customer never retries: only the reconciler can give that
 // charge back.
 func TestMoneyKilledBeforeCommit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault test")
-	}
-	for _, prov := range moneyProviders() {
-		t.Run(prov.subtest("one customer retries on B, one gives up"), func(t *testing.T) { runKilledBeforeCommit(t, prov) })
-	}
+	runMoneyCase(t, "one customer retries on B, one gives up", runKilledBeforeCommit)
 }
 
 func runKilledBeforeCommit(t *testing.T, prov provider) {

@@ -141,9 +141,7 @@ func proxyLink(t *testing.T, env map[string]string, link netLink) (string, []*to
 // strategies, and on the lock service's links for redlock and zookeeper,
 // each with the plain payment provider and the fence-checking one.
 func TestNetworkFaults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault test")
-	}
+	faultTest(t)
 	type netCase struct {
 		lock  string
 		link  netLink
@@ -201,14 +199,7 @@ func runNetwork(t *testing.T, lock string, link netLink, fault netFault, prov pr
 	apis := []*instance{a, b}
 	sc := createScreening(t, apis[1].url,
 		fmt.Sprintf(`{"movie":"Network","rows":26,"seats_per_row":100,"payment_delay_ms":20,"lock":%q}`, lock))
-	loads := []*load{startLoad(apis[0].url, sc.ID, 3), startLoad(apis[1].url, sc.ID, 3)}
-	defer func() {
-		for _, l := range loads {
-			l.finish()
-		}
-	}()
-
-	confirmedAfter(t, loads, time.Time{}, steadyBookings, "each instance confirms bookings before the fault")
+	loads := steadyLoads(t, apis, sc.ID)
 	faultAt := time.Now()
 	var heals []func()
 	for _, p := range proxies {

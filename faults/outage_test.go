@@ -263,9 +263,7 @@ func runOutage(t *testing.T, o outage) {
 // TestRedisOutage kills the instance's Redis (a private redis-server) under
 // load and starts it again on the same port.
 func TestRedisOutage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault test")
-	}
+	faultTest(t)
 	rs := startRedis(t)
 	api := startAPI(t, map[string]string{
 		"REDIS_URL":    rs.url,
@@ -302,9 +300,7 @@ func TestPostgresOutageSlowBookings(t *testing.T) {
 // insert delayed by slow.
 func testPostgresOutage(t *testing.T, slow time.Duration) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("fault test")
-	}
+	faultTest(t)
 	pg := startPostgres(t)
 	api := startAPI(t, map[string]string{
 		"REDIS_URL":    testenv.RedisURL(t),

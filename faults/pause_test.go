@@ -114,12 +114,10 @@ func waitOwnerChange(t *testing.T, rc *redis.Client, screeningID, seat, old stri
 // Under SEATLOCK_FAULT_MATRIX=1 every case runs with the plain payment
 // provider and with the fence-checking one.
 func TestHolderPause(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault test")
-	}
+	faultTest(t)
 	redisURL := testenv.RedisURL(t)
 	database := testenv.NewDatabase(t)
-	rc := redisClient(t, redisURL)
+	rc := testenv.RedisClient(t, redisURL)
 	for _, prov := range providers() {
 		rig := startPauseRig(t, redisURL, database, rc, prov)
 		for _, guard := range []string{"fence", "off"} {

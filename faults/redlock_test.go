@@ -21,9 +21,7 @@ import (
 // majority for B while A still pays: 1 overlap. The fenced write keeps the
 // seat right in both: no seat confirmed twice, none lost.
 func TestRedlockNodeAmnesia(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault test")
-	}
+	faultTest(t)
 	for _, c := range []amnesiaCase{
 		{"all nodes up at the grant", false, 0},
 		{"a node down at the grant", true, 1},

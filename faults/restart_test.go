@@ -73,9 +73,7 @@ var (
 // servers' restarts and under Postgres's (the store); a Redis restart
 // does not touch them.
 func TestRestartMidLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault test")
-	}
+	faultTest(t)
 	type restartCase struct {
 		lock  string
 		fault restartFault
@@ -130,13 +128,7 @@ func runRestart(t *testing.T, lock string, fault restartFault, prov provider) {
 	}
 	cancelBooking(t, apis[0].url, first.booking.ID, first.booking.Token)
 
-	loads := []*load{startLoad(apis[0].url, sc.ID, 3), startLoad(apis[1].url, sc.ID, 3)}
-	defer func() {
-		for _, l := range loads {
-			l.finish()
-		}
-	}()
-	confirmedAfter(t, loads, time.Time{}, steadyBookings, "each instance confirms bookings before the fault")
+	loads := steadyLoads(t, apis, sc.ID)
 	downAt := time.Now()
 	fault.restart(t, s)
 	upAt := time.Now()
@@ -245,6 +237,21 @@ func confirmedAfter(t *testing.T, loads []*load, since time.Time, n int, what st
 		return true
 	})
 	return latest
+}
+
+// steadyLoads starts three clients booking on the screening on each of
+// apis, and returns once each instance confirms bookings: the steady state
+// before a fault. The loads are finished when t ends, also when the test
+// stops half-way.
+func steadyLoads(t *testing.T, apis []*instance, screeningID string) []*load {
+	t.Helper()
+	loads := make([]*load, len(apis))
+	for i, a := range apis {
+		loads[i] = startLoad(a.url, screeningID, 3)
+	}
+	t.Cleanup(func() { finishAll(loads) })
+	confirmedAfter(t, loads, time.Time{}, steadyBookings, "each instance confirms bookings before the fault")
+	return loads
 }
 
 // finishAll stops the loads and returns all their answers.

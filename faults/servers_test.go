@@ -115,19 +115,7 @@ func startZooKeeper(t *testing.T) *zktest.Server {
 // client returns a go-redis client of the server, closed when t ends.
 func (r *redisServer) client(t *testing.T) *redis.Client {
 	t.Helper()
-	return redisClient(t, r.url)
-}
-
-// redisClient returns a go-redis client of url, closed when t ends.
-func redisClient(t *testing.T, url string) *redis.Client {
-	t.Helper()
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(opts)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return testenv.RedisClient(t, r.url)
 }
 
 // pgCluster is a private Postgres cluster (cluster.Postgres): stopping

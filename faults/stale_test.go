@@ -35,9 +35,7 @@ const staleChargeTTL = 10 * time.Second
 // nothing, and B books. Either way one booking, and one charge kept. The default run has the
 // fence-checking provider; SEATLOCK_FAULT_MATRIX=1 runs both.
 func TestStaleCharge(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault test")
-	}
+	faultTest(t)
 	provs := []provider{fenceProvider}
 	if os.Getenv(matrixEnv) == "1" {
 		provs = providers()
@@ -64,7 +62,7 @@ func runStaleCharge(t *testing.T, prov provider) {
 	}
 	a := startAPI(t, env(through(link.Listen), gate.url))
 	b := startAPI(t, env(redisURL, database))
-	rc := redisClient(t, redisURL)
+	rc := testenv.RedisClient(t, redisURL)
 	s := createScreening(t, b.url, `{"movie":"Stale","rows":1,"seats_per_row":4,"payment_delay_ms":2000,"lock":"keyed+redis"}`)
 	// A reads the screening now, so that the first bytes it sends to
 	// Postgres in its booking are its check of the seat, after its lock.

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/httpapi"
 	"github.com/seatlock/seatlock/internal/testenv"
@@ -33,16 +32,10 @@ func newCluster(t *testing.T, n int, leaveAfter time.Duration) cluster {
 // newClusterWith is newCluster whose instances' servers all have opts.
 func newClusterWith(t *testing.T, n int, leaveAfter time.Duration, srvOpts httpapi.Options) cluster {
 	t.Helper()
-	opts, err := redis.ParseURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	store := memory.New()
 	var c cluster
 	for range n {
-		client := redis.NewClient(opts)
-		t.Cleanup(func() { client.Close() })
-		q, err := redisqueue.New(client, redisqueue.Options{})
+		q, err := redisqueue.New(testenv.RedisClient(t, testenv.RedisURL(t)), redisqueue.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -45,13 +45,7 @@ func waitQueued(t *testing.T, m *keyedlock.Mutex, key string, n int) {
 // before deadlockTimeout.
 func receive[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(deadlockTimeout):
-		t.Fatalf("%s: nothing after %v (deadlock or dropped key)", what, deadlockTimeout)
-		panic("unreachable")
-	}
+	return wait.Recv(t, ch, deadlockTimeout, what+" (none: a deadlock or a dropped key)")
 }
 
 // checkExclusion runs many goroutines that lock a few keys over and over,

@@ -47,7 +47,7 @@ type global struct {
 func (g *global) LockSeats(ctx context.Context, _ string, _ []string) (reservation.SeatLease, error) {
 	select {
 	case g.sem <- struct{}{}:
-		return releaseFunc(func() { <-g.sem }), nil
+		return LeaseFunc(func() { <-g.sem }), nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -73,17 +73,26 @@ func (k keyed) LockSeats(ctx context.Context, screeningID string, seats []string
 	if err != nil {
 		return nil, err
 	}
-	return releaseFunc(unlock), nil
+	return LeaseFunc(unlock), nil
 }
 
-// releaseFunc is the lease of an in-process lock: it cannot be lost and has
-// no fencing token.
-type releaseFunc func()
+// LeaseFunc is the lease of an in-process lock: the function that unlocks
+// it. It cannot be lost and has no fencing token.
+type LeaseFunc func()
 
-func (f releaseFunc) Fence(string) int64            { return 0 }
-func (f releaseFunc) Lost() <-chan struct{}         { return nil }
-func (f releaseFunc) Tx() reservation.Tx            { return nil }
-func (f releaseFunc) Release(context.Context) error { f(); return nil }
+var _ reservation.SeatLease = LeaseFunc(nil)
+
+// Fence returns 0: an in-process lock has no fencing token.
+func (f LeaseFunc) Fence(string) int64 { return 0 }
+
+// Lost returns nil: an in-process lock is never lost.
+func (f LeaseFunc) Lost() <-chan struct{} { return nil }
+
+// Tx returns nil: the lock is no transaction's.
+func (f LeaseFunc) Tx() reservation.Tx { return nil }
+
+// Release calls f.
+func (f LeaseFunc) Release(context.Context) error { f(); return nil }
 
 // Distributed returns a locker that takes one distributed lock per seat from
 // l, all seats of a booking in one Obtain. The lock keys (reservation.SeatKey)

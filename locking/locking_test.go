@@ -22,16 +22,9 @@ import (
 // its own, so that tests running at the same time do not meet.
 func redisLocker(t *testing.T, prefix string) reservation.SeatLocker {
 	t.Helper()
-	opt, err := redis.ParseURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := redis.NewClient(opt)
+	client := testenv.RedisClient(t, testenv.RedisURL(t))
 	l := distlock.NewRedis(client, distlock.RedisOptions{TTL: 5 * time.Second, Prefix: prefix})
-	t.Cleanup(func() {
-		l.Close()
-		client.Close()
-	})
+	t.Cleanup(func() { l.Close() }) // before the client closes
 	return locking.Distributed(l)
 }
 

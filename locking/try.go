@@ -40,7 +40,7 @@ func (k keyed) TryLockSeats(_ context.Context, screeningID string, seats []strin
 		}
 		keys = append(keys, key)
 	}
-	return releaseFunc(unlock), nil
+	return LeaseFunc(unlock), nil
 }
 
 // tryObtainer is a distlock backend that can take keys without waiting.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seatlock/seatlock/internal/wait"
 	"github.com/seatlock/seatlock/payment"
 )
 
@@ -263,13 +264,7 @@ func chargeLater(ctx context.Context, url, key string, req payment.ChargeRequest
 // within 10s; what names the charge.
 func await(t *testing.T, c <-chan result, what string) result {
 	t.Helper()
-	select {
-	case r := <-c:
-		return r
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: no answer within 10s", what)
-		return result{}
-	}
+	return wait.Recv(t, c, 10*time.Second, "the answer to "+what)
 }
 
 // mustPost posts body to url and fails t unless the answer's status is

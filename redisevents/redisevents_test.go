@@ -50,13 +50,7 @@ func (in *inbox) next(t *testing.T, d time.Duration) reservation.Event {
 // client returns a client of the test Redis, closed when t ends.
 func client(t *testing.T) *redis.Client {
 	t.Helper()
-	opt, err := redis.ParseURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(opt)
-	t.Cleanup(func() { c.Close() })
-	return c
+	return testenv.RedisClient(t, testenv.RedisURL(t))
 }
 
 // start starts a bus on its own client and closes it when t ends, before

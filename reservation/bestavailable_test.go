@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/internal/testenv"
 	"github.com/seatlock/seatlock/keyedlock"
@@ -140,13 +138,7 @@ func TestBestAvailableSkipsLockedSeats(t *testing.T) {
 			}}
 		},
 		"keyed+redis": func(t *testing.T) setup {
-			opt, err := redis.ParseURL(testenv.RedisURL(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			client := redis.NewClient(opt)
-			t.Cleanup(func() { client.Close() })
-			locks := distlock.NewRedis(client, distlock.RedisOptions{})
+			locks := distlock.NewRedis(testenv.RedisClient(t, testenv.RedisURL(t)), distlock.RedisOptions{})
 			t.Cleanup(func() { locks.Close() })
 			svc := reservation.NewService(memory.New(), reservation.Options{LockWait: lockWait,
 				Lockers: map[reservation.Strategy]reservation.SeatLocker{

@@ -49,11 +49,8 @@ type Confirmation struct {
 // that already made a booking returns that booking's confirmation again
 // (see replay).
 func (s *Service) Book(ctx context.Context, req BookRequest) (Confirmation, error) {
-	sc, err := s.Screening(ctx, req.ScreeningID)
+	sc, err := s.screeningFor(ctx, req.ScreeningID, req.QueueToken)
 	if err != nil {
-		return Confirmation{}, err
-	}
-	if err := s.admitted(ctx, sc, req.QueueToken); err != nil {
 		return Confirmation{}, err
 	}
 	if best, err := bestRequest(req.Seats, req.Count, req.Adjacent); err != nil || best {

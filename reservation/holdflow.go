@@ -39,11 +39,8 @@ type HoldConfirmation struct {
 // It returns the errors of Book (without the idempotency ones), with
 // ErrSeatHeld (a *SeatsHeldError) for seats someone else holds.
 func (s *Service) HoldSeats(ctx context.Context, req HoldRequest) (HoldConfirmation, error) {
-	sc, err := s.Screening(ctx, req.ScreeningID)
+	sc, err := s.screeningFor(ctx, req.ScreeningID, req.QueueToken)
 	if err != nil {
-		return HoldConfirmation{}, err
-	}
-	if err := s.admitted(ctx, sc, req.QueueToken); err != nil {
 		return HoldConfirmation{}, err
 	}
 	best, err := bestRequest(req.Seats, req.Count, req.Adjacent)

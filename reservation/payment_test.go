@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seatlock/seatlock/internal/testenv"
 	"github.com/seatlock/seatlock/payment"
 	"github.com/seatlock/seatlock/reservation"
 	"github.com/seatlock/seatlock/reservation/memory"
@@ -340,7 +341,7 @@ func TestPaymentClientHangsUp(t *testing.T) {
 // its booking never written) is settled by the reconciler of any instance
 // once it is due, and only then: a refund by the payment's id.
 func TestReconcilerSettlesWhatACrashLeft(t *testing.T) {
-	clock := &testClock{now: time.Now()}
+	clock := testenv.NewClock(time.Now())
 	store := &flakyStore{Store: memory.NewWithClock(clock.Now)}
 	store.settleDown.Store(true)
 	svc, sc, p := paidService(t, store)
@@ -351,7 +352,7 @@ func TestReconcilerSettlesWhatACrashLeft(t *testing.T) {
 	if n := settleDue(t, svc); n != 0 {
 		t.Fatalf("the reconciler settled %d payments before they were due, want 0: the booking may still be writing", n)
 	}
-	clock.advance(time.Minute)
+	clock.Advance(time.Minute)
 	if n := settleDue(t, svc); n != 1 {
 		t.Fatalf("the reconciler settled %d payments once due, want 1", n)
 	}
@@ -361,22 +362,4 @@ func TestReconcilerSettlesWhatACrashLeft(t *testing.T) {
 	if n := settleDue(t, svc); n != 0 {
 		t.Errorf("a second round settled %d more, want 0", n)
 	}
-}
-
-// testClock is a clock a test moves.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }

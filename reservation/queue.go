@@ -233,6 +233,19 @@ func (s *Service) QueueStats(ctx context.Context, sc Screening) (QueueStats, err
 	return s.opts.Queue.Stats(ctx, q, sc.ID)
 }
 
+// screeningFor returns the screening of a booking or a hold, once its
+// waiting room, if it has one, admits the queue token (see admitted).
+func (s *Service) screeningFor(ctx context.Context, screeningID, queueToken string) (Screening, error) {
+	sc, err := s.Screening(ctx, screeningID)
+	if err != nil {
+		return Screening{}, err
+	}
+	if err := s.admitted(ctx, sc, queueToken); err != nil {
+		return Screening{}, err
+	}
+	return sc, nil
+}
+
 // admitted is the one place that decides whether a booking or a hold may
 // go on: on a screening without a waiting room always; on one with, only
 // with the token of an entry that is admitted now. It returns

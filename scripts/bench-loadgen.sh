@@ -233,6 +233,20 @@ machine_ticks() {
 	awk '$1 == "cpu" {print "busy", $2 + $3 + $4 + $7 + $8; print "idle", $5 + $6}' /proc/stat
 }
 
+# counters DB WHEN: the CPU ticks, context switches and syscalls of the API
+# instances ($pids) and of DB's Postgres backends, and the Redis server's
+# stats, each in $out/<what>.WHEN (WHEN: before or after a run).
+counters() {
+	local bdb="$1" when="$2"
+	ticks "${pids[@]}" >"$out/api.$when"
+	ticks $(backends "$bdb") >"$out/pg.$when"
+	redis_stats >"$out/redis.$when"
+	switches "${pids[@]}" >"$out/api-sw.$when"
+	switches $(backends "$bdb") >"$out/pg-sw.$when"
+	syscalls "${pids[@]}" >"$out/api-sc.$when"
+	syscalls $(backends "$bdb") >"$out/pg-sc.$when"
+}
+
 # xact_commits DB: the transactions committed in DB so far. Backends report
 # theirs at the latest when they exit, so read it with no API running.
 xact_commits() {
@@ -351,26 +365,14 @@ if [[ $parts == *" 2 "* ]]; then
 				multi_env=()
 				((n > 1)) && read -ra multi_env <<<"${MULTI_ENV:-}"
 				start_apis "$bin" "$n" DATABASE_URL="$dburl" "${multi_env[@]}"
-				ticks "${pids[@]}" >"$out/api.before"
-				ticks $(backends "$bdb") >"$out/pg.before"
-				redis_stats >"$out/redis.before"
-				switches "${pids[@]}" >"$out/api-sw.before"
-				switches $(backends "$bdb") >"$out/pg-sw.before"
-				syscalls "${pids[@]}" >"$out/api-sc.before"
-				syscalls $(backends "$bdb") >"$out/pg-sc.before"
+				counters "$bdb" before
 				machine_ticks >"$out/machine.before"
 				pin=()
 				[[ ${PIN_CLIENTS:-1} == 1 ]] && pin=(-pin-clients)
 				/usr/bin/time -f '%U %S' -o "$out/loadgen.time" \
 					"$lg" -json -targets "$targets" "${pin[@]}" -scenario spread -clients "$c" -requests "$bookings" >"$out/tput.json"
 				machine_ticks >"$out/machine.after"
-				ticks "${pids[@]}" >"$out/api.after"
-				ticks $(backends "$bdb") >"$out/pg.after"
-				redis_stats >"$out/redis.after"
-				switches "${pids[@]}" >"$out/api-sw.after"
-				switches $(backends "$bdb") >"$out/pg-sw.after"
-				syscalls "${pids[@]}" >"$out/api-sc.after"
-				syscalls $(backends "$bdb") >"$out/pg-sc.after"
+				counters "$bdb" after
 				stop_apis
 				cp "$out/tput.json" "$out/tput-$tag-$label-$(date +%s%N).json"
 				record tput "$tag-$label" "$(jq -r .confirmed_rps "$out/tput.json")"

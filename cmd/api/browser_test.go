@@ -69,6 +69,17 @@ func within(t *testing.T, ctx context.Context, d time.Duration, what string, act
 	}
 }
 
+// pickAndPress is what a visitor does on the page to book or hold a seat:
+// pick it (the button matched by seat), type a name, press the button.
+func pickAndPress(seat, customer, button string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		chromedp.Click(seat),
+		chromedp.WaitVisible(seat+".picked"),
+		chromedp.SendKeys("#customer", customer),
+		chromedp.Click(button),
+	)
+}
+
 // until waits for a JavaScript expression to be true on the page, for at
 // most d, and fails the test naming what it waited for.
 func until(t *testing.T, ctx context.Context, d time.Duration, what, expression string) {
@@ -150,10 +161,7 @@ func TestSeatMapInBrowser(t *testing.T) {
 
 	t.Run("a seat booked by clicking shows the token", func(t *testing.T) {
 		err := chromedp.Do(ctx,
-			chromedp.Click(seat("A3")),
-			chromedp.WaitVisible(seat("A3")+".picked"),
-			chromedp.SendKeys("#customer", "clicker"),
-			chromedp.Click("#confirm"),
+			pickAndPress(seat("A3"), "clicker", "#confirm"),
 			chromedp.WaitVisible("#token"),
 			chromedp.WaitVisible(seat("A3")+".booked"),
 		)
@@ -432,10 +440,7 @@ func TestSeatMapHolds(t *testing.T) {
 
 	t.Run("the page holds, counts down and confirms", func(t *testing.T) {
 		within(t, ctx, 20*time.Second, "A3 held by clicking, with a countdown",
-			chromedp.Click(seat("A3")),
-			chromedp.WaitVisible(seat("A3")+".picked"),
-			chromedp.SendKeys("#customer", "holder"),
-			chromedp.Click("#hold"),
+			pickAndPress(seat("A3"), "holder", "#hold"),
 			chromedp.WaitVisible("#countdown"),
 			chromedp.WaitVisible(seat("A3")+".held"),
 		)

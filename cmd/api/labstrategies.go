@@ -63,14 +63,5 @@ func (p perKey) LockSeats(ctx context.Context, screeningID string, seats []strin
 		}
 		held = append(held, key)
 	}
-	return inProcessLease(unlock), nil
+	return locking.LeaseFunc(unlock), nil
 }
-
-// inProcessLease is the lease of an in-process lock: it cannot be lost
-// and has no fencing token.
-type inProcessLease func()
-
-func (f inProcessLease) Fence(string) int64            { return 0 }
-func (f inProcessLease) Lost() <-chan struct{}         { return nil }
-func (f inProcessLease) Tx() reservation.Tx            { return nil }
-func (f inProcessLease) Release(context.Context) error { f(); return nil }

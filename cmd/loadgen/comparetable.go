@@ -31,19 +31,24 @@ type compareColumn struct {
 // strategy's row shows too.
 func (c compareColumn) names() bool { return c.head == "STRATEGY" || c.head == "GUARD" }
 
-// narrowColumns are the columns of the default table.
-var narrowColumns = []compareColumn{
-	{"STRATEGY", false, runName},
-	{"BOOKED", false, func(r *report) string { return strconv.Itoa(r.Succeeded) }},
+// harmColumns are the columns of what went wrong, in both tables.
+var harmColumns = []compareColumn{
 	{"ERRORS", false, func(r *report) string { return strconv.Itoa(r.Errors) }},
 	{"DOUBLE-BOOKED", false, func(r *report) string { return strconv.Itoa(r.DoubleBookedSeats) }},
 	{"LOST", false, func(r *report) string { return strconv.Itoa(r.LostBookings) }},
 	{"OVERLAPS", true, payCell(func(p *paymentCounts) int64 { return p.Overlaps })},
 	{"REFUNDS", true, payCell(func(p *paymentCounts) int64 { return p.Refunds })},
+}
+
+// narrowColumns are the columns of the default table.
+var narrowColumns = slices.Concat([]compareColumn{
+	{"STRATEGY", false, runName},
+	{"BOOKED", false, func(r *report) string { return strconv.Itoa(r.Succeeded) }},
+}, harmColumns, []compareColumn{
 	{"REQ/S", false, func(r *report) string { return fmt.Sprintf("%.0f", r.ThroughputRPS) }},
 	{"P99", false, func(r *report) string { return fmtShort(r.LatencyMS.P99) }},
 	{"PARALLELISM", false, func(r *report) string { return fmt.Sprintf("%.2f", r.Parallelism) }},
-}
+})
 
 // droppable are the columns of the default table left out, in this order,
 // when the table would otherwise be wider than tableWidth (counts of six
@@ -51,16 +56,12 @@ var narrowColumns = []compareColumn{
 var droppable = []string{"PARALLELISM", "P99", "REQ/S"}
 
 // wideColumns are the columns of -wide.
-var wideColumns = []compareColumn{
+var wideColumns = slices.Concat([]compareColumn{
 	{"STRATEGY", false, func(r *report) string { return r.Strategy }},
 	{"GUARD", false, func(r *report) string { return r.Guard }},
 	{"CONFIRMED", false, func(r *report) string { return strconv.Itoa(r.Succeeded) }},
 	{"CONFLICTS", false, func(r *report) string { return strconv.Itoa(r.Conflicts) }},
-	{"ERRORS", false, func(r *report) string { return strconv.Itoa(r.Errors) }},
-	{"DOUBLE-BOOKED", false, func(r *report) string { return strconv.Itoa(r.DoubleBookedSeats) }},
-	{"LOST", false, func(r *report) string { return strconv.Itoa(r.LostBookings) }},
-	{"OVERLAPS", true, payCell(func(p *paymentCounts) int64 { return p.Overlaps })},
-	{"REFUNDS", true, payCell(func(p *paymentCounts) int64 { return p.Refunds })},
+}, harmColumns, []compareColumn{
 	{"REFUSED-STALE", true, payCell(func(p *paymentCounts) int64 { return p.RefusedStale })},
 	{"LEDGER", true, ledgerCell},
 	{"THROUGHPUT", false, func(r *report) string { return fmt.Sprintf("%.0f req/s", r.ThroughputRPS) }},
@@ -68,7 +69,7 @@ var wideColumns = []compareColumn{
 	{"P99", false, func(r *report) string { return fmtMS(r.LatencyMS.P99) }},
 	{"PARALLELISM", false, func(r *report) string { return fmt.Sprintf("%.2f", r.Parallelism) }},
 	{"LINEARIZABLE", false, func(r *report) string { return string(r.Linearizable) }},
-}
+})
 
 // payCell is a cell of a payment figure, "-" for a run without one.
 func payCell(f func(*paymentCounts) int64) func(*report) string {

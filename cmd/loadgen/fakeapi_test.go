@@ -168,12 +168,21 @@ func writeFound[T any](f *fakeAPI, w http.ResponseWriter, m map[string]T, id str
 	writeJSON(w, http.StatusOK, view(v))
 }
 
+// screeningLocked returns screening id, or answers 404 and false. The
+// caller holds f.mu.
+func (f *fakeAPI) screeningLocked(w http.ResponseWriter, id string) (*fakeScreening, bool) {
+	s, ok := f.screenings[id]
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", nil)
+	}
+	return s, ok
+}
+
 func (f *fakeAPI) getSeats(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s, ok := f.screenings[r.PathValue("id")]
+	s, ok := f.screeningLocked(w, r.PathValue("id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", nil)
 		return
 	}
 	var seats []seatState
@@ -214,10 +223,9 @@ func (f *fakeAPI) book(w http.ResponseWriter, r *http.Request) {
 // bookSeats books the seats of screening id, or answers why not.
 func (f *fakeAPI) bookSeats(ctx context.Context, w http.ResponseWriter, id string, seats []string, customer string) {
 	f.mu.Lock()
-	s, ok := f.screenings[id]
+	s, ok := f.screeningLocked(w, id)
 	if !ok {
 		f.mu.Unlock()
-		writeError(w, http.StatusNotFound, "not_found", nil)
 		return
 	}
 	// The unsafe path does not even check: a blind write, last writer

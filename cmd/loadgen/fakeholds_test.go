@@ -76,10 +76,9 @@ func (f *fakeAPI) bestLocked(s *fakeScreening, n int) []string {
 // bookBest books the best n seats of screening id, or answers sold_out.
 func (f *fakeAPI) bookBest(ctx context.Context, w http.ResponseWriter, id string, n int, customer string) {
 	f.mu.Lock()
-	s, ok := f.screenings[id]
+	s, ok := f.screeningLocked(w, id)
 	if !ok {
 		f.mu.Unlock()
-		writeError(w, http.StatusNotFound, "not_found", nil)
 		return
 	}
 	seats := f.bestLocked(s, n)
@@ -110,9 +109,8 @@ func (f *fakeAPI) hold(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s, ok := f.screenings[r.PathValue("id")]
+	s, ok := f.screeningLocked(w, r.PathValue("id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", nil)
 		return
 	}
 	if !f.admittedLocked(s, r) {

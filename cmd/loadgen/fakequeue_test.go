@@ -60,12 +60,11 @@ func (f *fakeAPI) joinQueue(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s, ok := f.screenings[r.PathValue("id")]
-	switch {
-	case !ok:
-		writeError(w, http.StatusNotFound, "not_found", nil)
+	s, ok := f.screeningLocked(w, r.PathValue("id"))
+	if !ok {
 		return
-	case s.queue == nil:
+	}
+	if s.queue == nil {
 		writeError(w, http.StatusConflict, "no_queue", nil)
 		return
 	}

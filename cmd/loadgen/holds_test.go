@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seatlock/seatlock/internal/testenv"
 	"github.com/seatlock/seatlock/payment"
 )
 
@@ -19,12 +18,7 @@ import (
 // clean, best must end sold out with no seat left free, and hold must see
 // payers slower than their holds refused, and abandoned holds expire.
 func TestTicketingAgainstRealAPI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and starts the API; skipped with -short")
-	}
-	env := []string{"DATABASE_URL=" + testenv.NewDatabase(t), "REDIS_URL=" + testenv.RedisURL(t)}
-	bin := buildAPI(t)
-	targets := strings.Join([]string{startAPI(t, bin, env), startAPI(t, bin, env)}, ",")
+	targets := startTwoAPIs(t, buildAPI(t))
 
 	t.Run("best sells out and leaves no seat free", func(t *testing.T) {
 		const clients = 32

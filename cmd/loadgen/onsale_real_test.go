@@ -1,11 +1,6 @@
 package main
 
-import (
-	"strings"
-	"testing"
-
-	"github.com/seatlock/seatlock/internal/testenv"
-)
+import "testing"
 
 // The onsale scenario against two instances of cmd/api on one Redis and
 // one Postgres, charging through a payment provider: with and without the
@@ -13,13 +8,9 @@ import (
 // and with the waiting room, whose buyers ask about their entries on both
 // instances in turn, nobody is admitted before someone who joined earlier.
 func TestOnSaleAgainstRealAPI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and starts the API; skipped with -short")
-	}
-	provider := startProvider(t)
-	env := []string{"DATABASE_URL=" + testenv.NewDatabase(t), "REDIS_URL=" + testenv.RedisURL(t), "PAYMENT_URL=" + provider, "DB_MAX_CONNS=4"}
 	bin := buildAPI(t)
-	targets := strings.Join([]string{startAPI(t, bin, env), startAPI(t, bin, env)}, ",")
+	provider := startProvider(t)
+	targets := startTwoAPIs(t, bin, "PAYMENT_URL="+provider, "DB_MAX_CONNS=4")
 	common := []string{"-targets", targets, "-scenario", "onsale", "-layout", "5x10", "-buyers", "300", "-spike", "500ms",
 		"-hold-ttl", "1s", "-abandon", "0.2", "-payment-delay", "1ms", "-payments", provider}
 

@@ -24,9 +24,7 @@ import (
 // that promises mutual exclusion across instances shows no overlap. The
 // global lock is per process: it is checked again on one instance alone.
 func TestOverlapsByStrategy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and starts the API, a payment provider, Redis servers and ZooKeeper; skipped with -short")
-	}
+	bin := buildAPI(t)
 	redlock := make([]string, 3)
 	for i := range redlock {
 		redlock[i] = "redis://" + testenv.StartRedisServer(t, nil).Addr + "/0"
@@ -44,7 +42,6 @@ func TestOverlapsByStrategy(t *testing.T) {
 		"ZOOKEEPER_SERVERS=" + zkAddr,
 		"LOCK_DIR=" + t.TempDir(),
 	}
-	bin := buildAPI(t)
 	one := startAPI(t, bin, env)
 	two := one + "," + startAPI(t, bin, env)
 

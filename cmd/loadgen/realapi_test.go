@@ -24,16 +24,7 @@ import (
 // the counters and porcupine. A verifier that passed everything would fail
 // the second half.
 func TestVerdictAgainstRealAPI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and starts the API; skipped with -short")
-	}
-	env := []string{
-		"DATABASE_URL=" + testenv.NewDatabase(t),
-		"REDIS_URL=" + testenv.RedisURL(t),
-		"DEMO_MODE=true",
-	}
-	bin := buildAPI(t)
-	targets := strings.Join([]string{startAPI(t, bin, env), startAPI(t, bin, env)}, ",")
+	targets := startTwoAPIs(t, buildAPI(t), "DEMO_MODE=true")
 
 	t.Run("safe strategy is clean and exits 0", func(t *testing.T) {
 		rep, err := runJSON(t, "-targets", targets, "-scenario", "hot", "-seats", "2",
@@ -81,8 +72,15 @@ func runJSON(t *testing.T, args ...string) (*report, error) {
 	return &rep, err
 }
 
-// buildAPI builds cmd/api into a temporary directory.
-func buildAPI(t *testing.T) string { return buildBinary(t, "api") }
+// buildAPI builds cmd/api into a temporary directory. It skips t under
+// -short: a test that runs the API as a process takes seconds.
+func buildAPI(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and starts the API; skipped with -short")
+	}
+	return buildBinary(t, "api")
+}
 
 // buildBinary builds cmd/<name> into a temporary directory.
 func buildBinary(t *testing.T, name string) string {
@@ -104,6 +102,15 @@ func startAPI(t *testing.T, bin string, env []string) string {
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), append([]string{"ADDR=127.0.0.1:0"}, env...)...)
 	return startProcess(t, cmd, listening)
+}
+
+// startTwoAPIs starts two instances of bin on one fresh Postgres database
+// and one Redis, with extra settings added to their environment, and
+// returns their base URLs as a -targets value.
+func startTwoAPIs(t *testing.T, bin string, extra ...string) string {
+	t.Helper()
+	env := append([]string{"DATABASE_URL=" + testenv.NewDatabase(t), "REDIS_URL=" + testenv.RedisURL(t)}, extra...)
+	return startAPI(t, bin, env) + "," + startAPI(t, bin, env)
 }
 
 // startProcess starts cmd and returns the first match of addr's group in

@@ -1,22 +1,12 @@
 package main
 
-import (
-	"strings"
-	"testing"
-
-	"github.com/seatlock/seatlock/internal/testenv"
-)
+import "testing"
 
 // TestWatchersAgainstRealAPI opens event streams on two real instances
 // sharing Redis: every stream must receive every booking of the run,
 // whichever instance took it.
 func TestWatchersAgainstRealAPI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and starts the API; skipped with -short")
-	}
-	env := []string{"DATABASE_URL=" + testenv.NewDatabase(t), "REDIS_URL=" + testenv.RedisURL(t)}
-	bin := buildAPI(t)
-	targets := strings.Join([]string{startAPI(t, bin, env), startAPI(t, bin, env)}, ",")
+	targets := startTwoAPIs(t, buildAPI(t))
 
 	const watchers, requests = 6, 100
 	rep, err := runJSON(t, "-targets", targets, "-scenario", "spread", "-clients", "8",

@@ -123,6 +123,16 @@ func releaseAtEnd(t *testing.T, lock distlock.Lock) {
 	t.Cleanup(func() { _ = lock.Release(context.Background()) })
 }
 
+// holdNewKey obtains a key of its own from l, and releases it when t
+// ends.
+func holdNewKey(t *testing.T, l distlock.Locker) (string, distlock.Lock) {
+	t.Helper()
+	key := keys(1)[0]
+	lock := obtain(t, l, free, key)
+	releaseAtEnd(t, lock)
+	return key, lock
+}
+
 // assertNotObtainable checks that keys cannot be had within wait.
 func assertNotObtainable(t *testing.T, l distlock.Locker, wait time.Duration, keys ...string) {
 	t.Helper()
@@ -316,9 +326,7 @@ func (s *suite) nonOwnerRefused(t *testing.T) {
 		t.Skip("no Options.Expire")
 	}
 	t.Parallel()
-	key := keys(1)[0]
-	stale := obtain(t, s.newLocker(t), free, key)
-	releaseAtEnd(t, stale)
+	key, stale := holdNewKey(t, s.newLocker(t))
 	s.opts.Expire(t, key)
 	owner := obtain(t, s.newLocker(t), free, key)
 	releaseAtEnd(t, owner)
@@ -374,9 +382,7 @@ func (s *suite) lossOnDelete(t *testing.T) {
 		t.Skip("no Options.Expire")
 	}
 	t.Parallel()
-	key := keys(1)[0]
-	lock := obtain(t, s.newLocker(t), free, key)
-	releaseAtEnd(t, lock)
+	key, lock := holdNewKey(t, s.newLocker(t))
 	if err := lock.Err(); err != nil {
 		t.Fatalf("Err while held = %v", err)
 	}
@@ -392,17 +398,13 @@ func (s *suite) lossOnExpiry(t *testing.T) {
 		t.Skip("no Options.NewNonRenewing")
 	}
 	t.Parallel()
-	key := keys(1)[0]
-	lock := obtain(t, s.opts.NewNonRenewing(t), free, key)
-	releaseAtEnd(t, lock)
+	_, lock := holdNewKey(t, s.opts.NewNonRenewing(t))
 	s.waitLost(t, lock, 5*s.opts.TTL+free)
 }
 
 func (s *suite) cancelWhileWaiting(t *testing.T) {
 	t.Parallel()
-	key := keys(1)[0]
-	holder := obtain(t, s.newLocker(t), free, key)
-	releaseAtEnd(t, holder)
+	key, holder := holdNewKey(t, s.newLocker(t))
 	waiter := s.newLocker(t)
 
 	t.Run("Canceled", func(t *testing.T) {
@@ -423,9 +425,7 @@ func (s *suite) cancelWhileWaiting(t *testing.T) {
 
 func (s *suite) waitOutlastsLease(t *testing.T) {
 	t.Parallel()
-	key := keys(1)[0]
-	holder := obtain(t, s.newLocker(t), free, key)
-	releaseAtEnd(t, holder)
+	key, holder := holdNewKey(t, s.newLocker(t))
 
 	var released atomic.Bool
 	got := make(chan error, 1)

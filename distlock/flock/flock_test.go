@@ -21,6 +21,14 @@ import (
 	"github.com/seatlock/seatlock/internal/wait"
 )
 
+// twoLockers returns two Lockers on one directory of their own, as two
+// processes would open it.
+func twoLockers(t *testing.T) (*flock.Locker, *flock.Locker) {
+	t.Helper()
+	dir := t.TempDir()
+	return newLocker(t, dir, flock.Options{}), newLocker(t, dir, flock.Options{})
+}
+
 func newLocker(t testing.TB, dir string, opts flock.Options) *flock.Locker {
 	t.Helper()
 	l, err := flock.New(dir, opts)
@@ -159,8 +167,7 @@ func TestKilledHolderFreesItsKeys(t *testing.T) {
 }
 
 func TestTwoLockersInOneProcessExclude(t *testing.T) {
-	dir := t.TempDir()
-	a, b := newLocker(t, dir, flock.Options{}), newLocker(t, dir, flock.Options{})
+	a, b := twoLockers(t)
 	held, err := a.TryObtain(t.Context(), "k")
 	if err != nil {
 		t.Fatal(err)
@@ -183,8 +190,7 @@ func TestTwoLockersInOneProcessExclude(t *testing.T) {
 }
 
 func TestTryObtainAllOrNothing(t *testing.T) {
-	dir := t.TempDir()
-	a, b := newLocker(t, dir, flock.Options{}), newLocker(t, dir, flock.Options{})
+	a, b := twoLockers(t)
 	held, err := a.TryObtain(t.Context(), "b")
 	if err != nil {
 		t.Fatal(err)
@@ -274,9 +280,8 @@ func TestCloseClosesWatches(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("waiters watch through inotify on Linux only")
 	}
-	dir := t.TempDir()
 	before := inotifyDescriptors(t)
-	holder, waiter := newLocker(t, dir, flock.Options{}), newLocker(t, dir, flock.Options{})
+	holder, waiter := twoLockers(t)
 	held, err := holder.Obtain(t.Context(), "A1")
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// RedisClient returns a client of the Redis server at url (a redis://
+// URL), closed when t ends.
+func RedisClient(t testing.TB, url string) *redis.Client {
+	t.Helper()
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatalf("parse Redis URL: %v", err)
+	}
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // NextMessage returns the payload of the next message on ps, failing t
 // after 10 seconds.
 func NextMessage(t *testing.T, ps *redis.PubSub) string {

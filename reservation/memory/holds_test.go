@@ -2,38 +2,20 @@ package memory_test
 
 import (
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/seatlock/seatlock/internal/testenv"
 	"github.com/seatlock/seatlock/reservation"
 	"github.com/seatlock/seatlock/reservation/memory"
 )
 
-// clock is a clock the test moves by hand.
-type clock struct {
-	mu  sync.Mutex // protects now
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // TestHoldExpiresOnTheStoresClock moves the store's clock across a hold's
 // expiry: live one microsecond before, gone at the instant itself.
 func TestHoldExpiresOnTheStoresClock(t *testing.T) {
-	clk := &clock{now: time.Date(2030, 1, 2, 20, 0, 0, 0, time.UTC)}
+	clk := testenv.NewClock(time.Date(2030, 1, 2, 20, 0, 0, 0, time.UTC))
 	store := memory.NewWithClock(clk.Now)
 	ctx := t.Context()
 	sc := reservation.Screening{ID: "clocked", Movie: "M", Rows: 1, SeatsPerRow: 4, Lock: reservation.LockNone, Guard: reservation.GuardFence}

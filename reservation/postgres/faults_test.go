@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"testing"
 	"time"
 
@@ -227,19 +226,12 @@ func TestTransactionCutOffIsUnavailable(t *testing.T) {
 
 	t.Run("idle timeout", func(t *testing.T) {
 		// A store of its own, whose connections carry the timeout.
-		u, err := url.Parse(dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("idle_in_transaction_session_timeout", "200")
-		u.RawQuery = q.Encode()
-		short := open(t, u.String())
+		short := open(t, withParam(t, dbURL, "idle_in_transaction_session_timeout", "200"))
 
 		w := faultWrite(sc, "A2")
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
-		err = bookXact(ctx, short, w, 10*time.Second, func(ctx context.Context) {
+		err := bookXact(ctx, short, w, 10*time.Second, func(ctx context.Context) {
 			select {
 			case <-time.After(time.Second): // five times the timeout
 			case <-ctx.Done():

@@ -8,18 +8,24 @@ import (
 	"github.com/seatlock/seatlock/reservation/postgres"
 )
 
-// The pool is DefaultMaxConns unless the URL's pool_max_conns or
-// Options.MaxConns says otherwise, in that order of precedence.
-func TestPoolSize(t *testing.T) {
-	base := testenv.NewDatabase(t)
-	u, err := url.Parse(base)
+// withParam returns dbURL with the query parameter key set to value.
+func withParam(t *testing.T, dbURL, key, value string) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	q := u.Query()
-	q.Set("pool_max_conns", "3")
+	q.Set(key, value)
 	u.RawQuery = q.Encode()
-	withParam := u.String()
+	return u.String()
+}
+
+// The pool is DefaultMaxConns unless the URL's pool_max_conns or
+// Options.MaxConns says otherwise, in that order of precedence.
+func TestPoolSize(t *testing.T) {
+	base := testenv.NewDatabase(t)
+	sized := withParam(t, base, "pool_max_conns", "3")
 
 	for _, tc := range []struct {
 		name string
@@ -28,8 +34,8 @@ func TestPoolSize(t *testing.T) {
 		want int32
 	}{
 		{"default", base, postgres.Options{}, postgres.DefaultMaxConns},
-		{"URL", withParam, postgres.Options{}, 3},
-		{"options win", withParam, postgres.Options{MaxConns: 5}, 5},
+		{"URL", sized, postgres.Options{}, 3},
+		{"options win", sized, postgres.Options{MaxConns: 5}, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store, err := postgres.Open(t.Context(), tc.url, tc.opts)

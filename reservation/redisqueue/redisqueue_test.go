@@ -21,13 +21,7 @@ import (
 // Redis.
 func instance(t *testing.T, url string) *redisqueue.Queue {
 	t.Helper()
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := redis.NewClient(opts)
-	t.Cleanup(func() { client.Close() })
-	q, err := redisqueue.New(client, redisqueue.Options{})
+	q, err := redisqueue.New(testenv.RedisClient(t, url), redisqueue.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -270,21 +270,10 @@ func testConfirmsRace(t *testing.T, newStore func(t *testing.T) reservation.Stor
 			writes[i] = newWrite(sc, "G1", "G2")
 		}
 		errs := runAll(t, n, func(i int) error { return store.ConfirmHold(ctx, h.ID, writes[i]) })
-		var won []string
-		for i, err := range errs {
-			switch {
-			case err == nil:
-				won = append(won, writes[i].Booking.ID)
-			case !errors.Is(err, reservation.ErrConflict):
-				t.Errorf("confirm %d: %v, want success or ErrConflict", i, err)
-			}
-		}
-		if len(won) != 1 {
-			t.Fatalf("%d of %d concurrent confirms of one hold succeeded, want exactly 1", len(won), n)
-		}
-		checkBooked(t, store, sc.ID, map[string]string{"G1": won[0], "G2": won[0]})
-		if got := mustRead(t, store, h.ID); got.BookingID != won[0] {
-			t.Errorf("hold names booking %q, want the one confirmed, %s", got.BookingID, won[0])
+		won := onlyWinner(t, "confirm", writes, errs, reservation.ErrConflict)
+		checkBooked(t, store, sc.ID, map[string]string{"G1": won, "G2": won})
+		if got := mustRead(t, store, h.ID); got.BookingID != won {
+			t.Errorf("hold names booking %q, want the one confirmed, %s", got.BookingID, won)
 		}
 	})
 }
@@ -363,9 +352,7 @@ func testConfirmRacesExpiry(t *testing.T, newStore func(t *testing.T) reservatio
 			}
 			// Free the seat for the next round's bookkeeping.
 			if confirmed {
-				if err := store.Cancel(ctx, w.Booking.ID); err != nil {
-					t.Fatal(err)
-				}
+				mustCancel(t, store, w.Booking.ID)
 			}
 		}
 	})

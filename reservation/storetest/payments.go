@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/seatlock/seatlock/internal/wait"
 	"github.com/seatlock/seatlock/reservation"
 )
 
@@ -72,9 +73,7 @@ func testPaymentOutcomes(t *testing.T, newStore func(t *testing.T) reservation.S
 		sc := newScreening(t, store)
 		w, p := paidWrite(t, store, sc, time.Hour, "A1")
 		mustBook(t, store, w)
-		if err := store.Cancel(t.Context(), w.Booking.ID); err != nil {
-			t.Fatal(err)
-		}
+		mustCancel(t, store, w.Booking.ID)
 		var seen []reservation.Payment
 		n, err := store.SettleDue(t.Context(), 100, func(_ context.Context, q reservation.Payment) (reservation.PaymentStatus, error) {
 			seen = append(seen, q)
@@ -83,9 +82,7 @@ func testPaymentOutcomes(t *testing.T, newStore func(t *testing.T) reservation.S
 		if err != nil || n != 1 || len(seen) != 1 || seen[0].ID != p.ID || seen[0].Status != reservation.PaymentRefunding {
 			t.Fatalf("SettleDue after a cancel: %d settled (%v), saw %+v; want the cancelled booking's payment, refunding", n, err, seen)
 		}
-		if err := store.Cancel(t.Context(), w.Booking.ID); err != nil {
-			t.Fatal(err)
-		}
+		mustCancel(t, store, w.Booking.ID)
 		if n, _ := store.SettleDue(t.Context(), 100, neverSettle(t, "a payment refunded once")); n != 0 {
 			t.Errorf("a second cancel made %d payments due again, want 0", n)
 		}
@@ -154,28 +151,18 @@ func testPaymentKeys(t *testing.T, store reservation.Store) {
 func testSettleExcludesBook(t *testing.T, store reservation.Store) {
 	sc := newScreening(t, store)
 	w, p := paidWrite(t, store, sc, time.Hour, "A1")
-	inSettle, finish := make(chan struct{}), make(chan struct{})
-	settled := make(chan error, 1)
-	go func() {
-		_, err := store.SettlePayment(t.Context(), p.ID, func(context.Context, reservation.Payment) (reservation.PaymentStatus, error) {
-			close(inSettle)
-			<-finish
-			return reservation.PaymentRefunded, nil
-		})
-		settled <- err
-	}()
-	receiveWithin(t, inSettle, "the settle to start")
+	finish, settled := settleHeld(t, store, p.ID, reservation.PaymentRefunded)
 	booked := make(chan error, 1)
 	go func() { booked <- store.Book(t.Context(), w) }()
 	select {
 	case err := <-booked:
-		close(finish)
+		finish()
 		t.Fatalf("Book of a payment being settled returned %v before the settle ended; it must wait", err)
 	case <-time.After(200 * time.Millisecond):
 		// Still waiting, as it must (a booking that did not wait would
 		// have answered by now; a slow one only makes this pass).
 	}
-	close(finish)
+	finish()
 	if err := receiveWithin(t, settled, "the settle to end"); err != nil {
 		t.Fatalf("SettlePayment: %v", err)
 	}
@@ -198,17 +185,7 @@ func testSettleDue(t *testing.T, store reservation.Store) {
 		}
 	}
 	// One due payment is held by a settle elsewhere: SettleDue skips it.
-	inSettle, finish := make(chan struct{}), make(chan struct{})
-	elsewhere := make(chan error, 1)
-	go func() {
-		_, err := store.SettlePayment(t.Context(), due1.ID, func(context.Context, reservation.Payment) (reservation.PaymentStatus, error) {
-			close(inSettle)
-			<-finish
-			return reservation.PaymentVoided, nil
-		})
-		elsewhere <- err
-	}()
-	receiveWithin(t, inSettle, "the other settle to start")
+	finish, elsewhere := settleHeld(t, store, due1.ID, reservation.PaymentVoided)
 	var mu sync.Mutex
 	var seen []string
 	n, err := store.SettleDue(t.Context(), 100, func(_ context.Context, p reservation.Payment) (reservation.PaymentStatus, error) {
@@ -217,7 +194,7 @@ func testSettleDue(t *testing.T, store reservation.Store) {
 		seen = append(seen, p.ID)
 		return reservation.PaymentVoided, nil
 	})
-	close(finish)
+	finish()
 	if err := receiveWithin(t, elsewhere, "the other settle to end"); err != nil {
 		t.Fatal(err)
 	}
@@ -294,13 +271,32 @@ func neverSettle(t *testing.T, why string) reservation.SettleFunc {
 }
 
 // receiveWithin receives from c, failing t after 10s with what it waited for.
+// settleHeld starts a settle of payment id that, once it holds the
+// payment, waits for finish before it settles the payment as status. It
+// returns when the settle holds the payment; settled receives the settle's
+// error. finish is also called when the test ends, so that the settle
+// never outlives it.
+func settleHeld(t *testing.T, store reservation.Store, id string, status reservation.PaymentStatus) (finish func(), settled <-chan error) {
+	t.Helper()
+	holding, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := store.SettlePayment(t.Context(), id, func(context.Context, reservation.Payment) (reservation.PaymentStatus, error) {
+			close(holding)
+			<-release
+			return status, nil
+		})
+		done <- err
+	}()
+	finish = sync.OnceFunc(func() { close(release) })
+	t.Cleanup(finish)
+	receiveWithin(t, holding, "a settle to hold payment "+id)
+	return finish, done
+}
+
+// receiveWithin returns the next value from c, failing t when none comes
+// within 10s; what names what it waits for.
 func receiveWithin[T any](t *testing.T, c <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-c:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out after 10s waiting for %s", what)
-		panic("unreachable")
-	}
+	return wait.Recv(t, c, 10*time.Second, what)
 }

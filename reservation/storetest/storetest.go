@@ -277,9 +277,7 @@ func cancelledAt5(t *testing.T, store reservation.Store) reservation.Screening {
 	w := newWrite(sc, "A1")
 	w.Fences = map[string]int64{"A1": 5}
 	mustBook(t, store, w)
-	if err := store.Cancel(t.Context(), w.Booking.ID); err != nil {
-		t.Fatalf("Cancel: %v", err)
-	}
+	mustCancel(t, store, w.Booking.ID)
 	return sc
 }
 
@@ -327,9 +325,7 @@ func testFenceWhole(t *testing.T, newStore func(t *testing.T) reservation.Store)
 		sc := cancelledAt5(t, store)
 		w := newWrite(sc, "A1") // no fence
 		mustBook(t, store, w)
-		if err := store.Cancel(ctx, w.Booking.ID); err != nil {
-			t.Fatalf("Cancel: %v", err)
-		}
+		mustCancel(t, store, w.Booking.ID)
 		old := newWrite(sc, "A1")
 		old.Fences = map[string]int64{"A1": 4}
 		if err := store.Book(ctx, old); !errors.Is(err, reservation.ErrStaleToken) {
@@ -381,9 +377,7 @@ func testGuardOff(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 		checkDoubleBooked(t, store, sc.ID, map[string][]string{"A2": {first.Booking.ID, second.Booking.ID}})
 
 		// A cancelled booking no longer claims its seats.
-		if err := store.Cancel(ctx, first.Booking.ID); err != nil {
-			t.Fatalf("Cancel(first): %v", err)
-		}
+		mustCancel(t, store, first.Booking.ID)
 		checkDoubleBooked(t, store, sc.ID, map[string][]string{})
 	})
 
@@ -406,9 +400,7 @@ func testGuardOff(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 		older.Guard = reservation.GuardOff
 		older.Fences = map[string]int64{"A1": 2}
 		mustBook(t, store, older)
-		if err := store.Cancel(ctx, older.Booking.ID); err != nil {
-			t.Fatalf("Cancel: %v", err)
-		}
+		mustCancel(t, store, older.Booking.ID)
 		fenced := newWrite(sc, "A1")
 		fenced.Fences = map[string]int64{"A1": 7}
 		if err := store.Book(ctx, fenced); !errors.Is(err, reservation.ErrStaleToken) {
@@ -458,9 +450,7 @@ func testCancelFrees(t *testing.T, newStore func(t *testing.T) reservation.Store
 		sc := newScreening(t, store)
 		w := newWrite(sc, "A1", "A2")
 		mustBook(t, store, w)
-		if err := store.Cancel(ctx, w.Booking.ID); err != nil {
-			t.Fatalf("Cancel: %v", err)
-		}
+		mustCancel(t, store, w.Booking.ID)
 		checkBooked(t, store, sc.ID, map[string]string{})
 		got, _, err := store.Booking(ctx, w.Booking.ID)
 		if err != nil {
@@ -473,16 +463,14 @@ func testCancelFrees(t *testing.T, newStore func(t *testing.T) reservation.Store
 	})
 
 	t.Run("frees only the seats the booking still holds", func(t *testing.T) {
-		store, ctx := newStore(t), t.Context()
+		store := newStore(t)
 		sc := newScreening(t, store)
 		first := newWrite(sc, "A1", "A2")
 		mustBook(t, store, first)
 		second := newWrite(sc, "A2")
 		second.Guard = reservation.GuardOff
 		mustBook(t, store, second)
-		if err := store.Cancel(ctx, first.Booking.ID); err != nil {
-			t.Fatalf("Cancel: %v", err)
-		}
+		mustCancel(t, store, first.Booking.ID)
 		checkBooked(t, store, sc.ID, map[string]string{"A2": second.Booking.ID})
 	})
 }
@@ -495,14 +483,10 @@ func testCancelAgain(t *testing.T, newStore func(t *testing.T) reservation.Store
 		sc := newScreening(t, store)
 		first := newWrite(sc, "A1")
 		mustBook(t, store, first)
-		if err := store.Cancel(ctx, first.Booking.ID); err != nil {
-			t.Fatalf("Cancel: %v", err)
-		}
+		mustCancel(t, store, first.Booking.ID)
 		next := newWrite(sc, "A1")
 		mustBook(t, store, next)
-		if err := store.Cancel(ctx, first.Booking.ID); err != nil {
-			t.Fatalf("second Cancel: %v", err)
-		}
+		mustCancel(t, store, first.Booking.ID)
 		checkBooked(t, store, sc.ID, map[string]string{"A1": next.Booking.ID})
 		got, _, err := store.Booking(ctx, first.Booking.ID)
 		if err != nil || got.Status != reservation.BookingCancelled {
@@ -525,15 +509,11 @@ func testCancelAgain(t *testing.T, newStore func(t *testing.T) reservation.Store
 
 func testIdempotency(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("record is stored with the booking", func(t *testing.T) {
-		store, ctx := newStore(t), t.Context()
+		store := newStore(t)
 		sc := newScreening(t, store)
 		w := withKey(newWrite(sc, "A1"), "key-1")
 		mustBook(t, store, w)
-		got, err := store.Idempotent(ctx, sc.ID, w.Idempotency.KeyHash)
-		if err != nil {
-			t.Fatalf("Idempotent: %v", err)
-		}
-		checkRecord(t, got, *w.Idempotency)
+		checkIdempotent(t, store, sc.ID, *w.Idempotency)
 	})
 
 	t.Run("reused key is a conflict and writes nothing", func(t *testing.T) {
@@ -549,26 +529,18 @@ func testIdempotency(t *testing.T, newStore func(t *testing.T) reservation.Store
 		if _, _, err := store.Booking(ctx, again.Booking.ID); !errors.Is(err, reservation.ErrNotFound) {
 			t.Errorf("Booking(refused) = %v, want ErrNotFound", err)
 		}
-		got, err := store.Idempotent(ctx, sc.ID, first.Idempotency.KeyHash)
-		if err != nil {
-			t.Fatalf("Idempotent: %v", err)
-		}
-		checkRecord(t, got, *first.Idempotency)
+		checkIdempotent(t, store, sc.ID, *first.Idempotency)
 	})
 
 	t.Run("same key on another screening is independent", func(t *testing.T) {
-		store, ctx := newStore(t), t.Context()
+		store := newStore(t)
 		one, two := newScreening(t, store), newScreening(t, store)
 		w1 := withKey(newWrite(one, "A1"), "shared")
 		w2 := withKey(newWrite(two, "A1"), "shared")
 		mustBook(t, store, w1)
 		mustBook(t, store, w2)
 		for _, w := range []reservation.Write{w1, w2} {
-			got, err := store.Idempotent(ctx, w.Booking.ScreeningID, w.Idempotency.KeyHash)
-			if err != nil {
-				t.Fatalf("Idempotent: %v", err)
-			}
-			checkRecord(t, got, *w.Idempotency)
+			checkIdempotent(t, store, w.Booking.ScreeningID, *w.Idempotency)
 		}
 	})
 
@@ -624,11 +596,7 @@ func testCopies(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 		t.Errorf("token hash is %x after the caller changed its copies, want %x", gotHash, wantHash)
 	}
 	checkBooked(t, store, sc.ID, map[string]string{"A1": want.ID, "A2": want.ID})
-	gotRecord, err := store.Idempotent(ctx, sc.ID, wantRecord.KeyHash)
-	if err != nil {
-		t.Fatalf("Idempotent: %v", err)
-	}
-	checkRecord(t, gotRecord, wantRecord)
+	checkIdempotent(t, store, sc.ID, wantRecord)
 }
 
 func testConcurrency(t *testing.T, newStore func(t *testing.T) reservation.Store) {
@@ -642,20 +610,8 @@ func testConcurrency(t *testing.T, newStore func(t *testing.T) reservation.Store
 			writes[i] = newWrite(sc, "A1")
 		}
 		errs := bookAll(t, store, writes)
-
-		var won []string
-		for i, err := range errs {
-			switch {
-			case err == nil:
-				won = append(won, writes[i].Booking.ID)
-			case !errors.Is(err, reservation.ErrSeatTaken):
-				t.Errorf("booking %d: %v, want success or ErrSeatTaken", i, err)
-			}
-		}
-		if len(won) != 1 {
-			t.Fatalf("%d of %d concurrent bookings of one seat succeeded, want exactly 1", len(won), n)
-		}
-		checkBooked(t, store, sc.ID, map[string]string{"A1": won[0]})
+		won := onlyWinner(t, "booking", writes, errs, reservation.ErrSeatTaken)
+		checkBooked(t, store, sc.ID, map[string]string{"A1": won})
 	})
 
 	t.Run("overlapping bookings never half-book or deadlock", func(t *testing.T) {
@@ -687,6 +643,38 @@ func testConcurrency(t *testing.T, newStore func(t *testing.T) reservation.Store
 func bookAll(t *testing.T, store reservation.Store, writes []reservation.Write) []error {
 	t.Helper()
 	return runAll(t, len(writes), func(i int) error { return store.Book(t.Context(), writes[i]) })
+}
+
+// checkIdempotent checks that the store has want as the record of its
+// key on the screening.
+func checkIdempotent(t *testing.T, store reservation.Store, screeningID string, want reservation.IdempotencyRecord) {
+	t.Helper()
+	got, err := store.Idempotent(t.Context(), screeningID, want.KeyHash)
+	if err != nil {
+		t.Fatalf("Idempotent: %v", err)
+	}
+	checkRecord(t, got, want)
+}
+
+// onlyWinner checks the outcome of concurrent writes of the same seats:
+// exactly one succeeded, and every other was refused with refusal. It
+// returns the booking id of the one that succeeded. what names a write in
+// the messages: "booking", "confirm".
+func onlyWinner(t *testing.T, what string, writes []reservation.Write, errs []error, refusal error) string {
+	t.Helper()
+	var won []string
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won = append(won, writes[i].Booking.ID)
+		case !errors.Is(err, refusal):
+			t.Errorf("%s %d: %v, want success or %v", what, i, err, refusal)
+		}
+	}
+	if len(won) != 1 {
+		t.Fatalf("%d of %d concurrent writes (%s) of the same seats succeeded, want exactly 1", len(won), len(writes), what)
+	}
+	return won[0]
 }
 
 // checkNoOverlap checks the outcome of concurrent bookings: every booking
@@ -778,6 +766,14 @@ func withKey(w reservation.Write, key string) reservation.Write {
 func hash(s string) []byte {
 	h := sha256.Sum256([]byte(s))
 	return h[:]
+}
+
+// mustCancel cancels booking id, failing t if the store refuses.
+func mustCancel(t *testing.T, store reservation.Store, id string) {
+	t.Helper()
+	if err := store.Cancel(t.Context(), id); err != nil {
+		t.Fatalf("Cancel(%s): %v", id, err)
+	}
 }
 
 func mustBook(t *testing.T, store reservation.Store, w reservation.Write) {

@@ -121,12 +121,7 @@ func newHookedBatcher(t *testing.T, h *batchHook) *Batcher {
 
 func newHookedBatcherTimeout(t *testing.T, h *batchHook, timeout time.Duration) *Batcher {
 	t.Helper()
-	opt, err := redis.ParseURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(opt)
-	t.Cleanup(func() { _ = c.Close() })
+	c := testenv.RedisClient(t, testenv.RedisURL(t))
 	c.AddHook(h)
 	return New(c, timeout)
 }
@@ -156,6 +151,23 @@ func queueBehindHeldCall(t *testing.T, b *Batcher, h *batchHook, script *redis.S
 func reply(t *testing.T, replies []chan *redis.Cmd, i int) *redis.Cmd {
 	t.Helper()
 	return wait.Recv(t, replies[i], 10*time.Second, fmt.Sprintf("the reply of caller %d", i))
+}
+
+// checkEchoed checks that each of the callers, all of them when none are
+// named, got the echo of its own argument: caller i's "caller-i".
+func checkEchoed(t *testing.T, replies []chan *redis.Cmd, callers ...int) {
+	t.Helper()
+	if len(callers) == 0 {
+		for i := range replies {
+			callers = append(callers, i)
+		}
+	}
+	for _, i := range callers {
+		got, err := reply(t, replies, i).Text()
+		if want := fmt.Sprint("caller-", i); err != nil || got != want {
+			t.Errorf("caller %d: got %q, %v; want %q", i, got, err, want)
+		}
+	}
 }
 
 func TestBatchRepliesReachTheirCallers(t *testing.T) {
@@ -278,12 +290,7 @@ func TestBatchRunsScriptsTheServerHasNotSeen(t *testing.T) {
 	b := newHookedBatcher(t, h)
 	replies := queueBehindHeldCall(t, b, h, echo(t), contexts(t, 5))
 	close(h.hold)
-	for i := range replies {
-		got, err := reply(t, replies, i).Text()
-		if want := fmt.Sprint("caller-", i); err != nil || got != want {
-			t.Errorf("caller %d: got %q, %v; want %q", i, got, err, want)
-		}
-	}
+	checkEchoed(t, replies)
 	if n := h.largestPipeline(); n != 5 {
 		t.Errorf("the five queued calls went out in pipelines of at most %d; want one of 5", n)
 	}
@@ -321,12 +328,7 @@ func TestBatchSenderGivingUpFailsNobody(t *testing.T) {
 	wait.Recv(t, h.batchHeld, 10*time.Second, "the batch on its way")
 	cancel()
 	close(h.holdBatch)
-	for i := range replies {
-		got, err := reply(t, replies, i).Text()
-		if want := fmt.Sprint("caller-", i); err != nil || got != want {
-			t.Errorf("caller %d: got %q, %v; want %q", i, got, err, want)
-		}
-	}
+	checkEchoed(t, replies)
 }
 
 func TestBatchQueuedCallerGivesUp(t *testing.T) {
@@ -349,12 +351,7 @@ func TestBatchQueuedCallerGivesUp(t *testing.T) {
 		t.Fatal("caller 1 gave up while queued, but still waited for the call ahead")
 	}
 	close(h.hold)
-	for _, i := range []int{0, 2} {
-		got, err := reply(t, replies, i).Text()
-		if want := fmt.Sprint("caller-", i); err != nil || got != want {
-			t.Errorf("caller %d: got %q, %v; want %q", i, got, err, want)
-		}
-	}
+	checkEchoed(t, replies, 0, 2)
 	if n := h.largestPipeline(); n != 2 {
 		t.Errorf("the queued calls went out in pipelines of at most %d; want one of 2, without caller 1", n)
 	}
