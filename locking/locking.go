@@ -80,10 +80,11 @@ func (k keyed) LockSeats(ctx context.Context, screeningID string, seats []string
 // no fencing token.
 type releaseFunc func()
 
-func (f releaseFunc) Fence(string) int64            { return 0 }
-func (f releaseFunc) Lost() <-chan struct{}         { return nil }
-func (f releaseFunc) Tx() reservation.Tx            { return nil }
-func (f releaseFunc) Release(context.Context) error { f(); return nil }
+func (f releaseFunc) Fence(string) int64                                  { return 0 }
+func (f releaseFunc) RaiseFences(context.Context, map[string]int64) error { return nil }
+func (f releaseFunc) Lost() <-chan struct{}                               { return nil }
+func (f releaseFunc) Tx() reservation.Tx                                  { return nil }
+func (f releaseFunc) Release(context.Context) error                       { f(); return nil }
 
 // Distributed returns a locker that takes one distributed lock per seat from
 // l, all seats of a booking in one Obtain. The lock keys (reservation.SeatKey)
@@ -105,7 +106,7 @@ func (d distributed) LockSeats(ctx context.Context, screeningID string, seats []
 	lock, err := d.l.Obtain(ctx, keys...)
 	switch {
 	case err == nil:
-		return distributedLease{lock: lock, screeningID: screeningID}, nil
+		return distributedLease{locker: d.l, lock: lock, screeningID: screeningID}, nil
 	case errors.Is(err, distlock.ErrNotAcquired) && ctx.Err() != nil:
 		return nil, fmt.Errorf("%w: %w", err, ctx.Err())
 	default:
@@ -114,8 +115,32 @@ func (d distributed) LockSeats(ctx context.Context, screeningID string, seats []
 }
 
 type distributedLease struct {
+	locker      distlock.Locker
 	lock        distlock.Lock
 	screeningID string
+}
+
+// fenceRaiser is a lock service whose fencing tokens come from counters
+// it keeps, and which can raise them past fences seen written
+// (distlock.Redis). The others have nothing to raise: their tokens do not
+// depend on a clock, or they have none.
+type fenceRaiser interface {
+	RaiseFences(ctx context.Context, seen map[string]int64) error
+}
+
+func (l distributedLease) RaiseFences(ctx context.Context, seen map[string]int64) error {
+	r, ok := l.locker.(fenceRaiser)
+	if !ok || len(seen) == 0 {
+		return nil
+	}
+	keys := make(map[string]int64, len(seen))
+	for seat, fence := range seen {
+		keys[reservation.SeatKey(l.screeningID, seat)] = fence
+	}
+	if err := r.RaiseFences(ctx, keys); err != nil {
+		return fmt.Errorf("seat locks: %w: %w", reservation.ErrUnavailable, err)
+	}
+	return nil
 }
 
 func (l distributedLease) Fence(seat string) int64 {
@@ -167,6 +192,10 @@ type layeredLease struct {
 func (l layeredLease) Fence(seat string) int64 { return l.remote.Fence(seat) }
 func (l layeredLease) Lost() <-chan struct{}   { return l.remote.Lost() }
 func (l layeredLease) Tx() reservation.Tx      { return l.remote.Tx() }
+
+func (l layeredLease) RaiseFences(ctx context.Context, seen map[string]int64) error {
+	return l.remote.RaiseFences(ctx, seen)
+}
 
 func (l layeredLease) Release(ctx context.Context) error {
 	err := l.remote.Release(ctx)

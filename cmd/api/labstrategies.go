@@ -70,7 +70,8 @@ func (p perKey) LockSeats(ctx context.Context, screeningID string, seats []strin
 // and has no fencing token.
 type inProcessLease func()
 
-func (f inProcessLease) Fence(string) int64            { return 0 }
-func (f inProcessLease) Lost() <-chan struct{}         { return nil }
-func (f inProcessLease) Tx() reservation.Tx            { return nil }
-func (f inProcessLease) Release(context.Context) error { f(); return nil }
+func (f inProcessLease) Fence(string) int64                                  { return 0 }
+func (f inProcessLease) RaiseFences(context.Context, map[string]int64) error { return nil }
+func (f inProcessLease) Lost() <-chan struct{}                               { return nil }
+func (f inProcessLease) Tx() reservation.Tx                                  { return nil }
+func (f inProcessLease) Release(context.Context) error                       { f(); return nil }

@@ -307,6 +307,12 @@ func testFenceOrder(t *testing.T, newStore func(t *testing.T) reservation.Store)
 				if !errors.Is(err, reservation.ErrStaleToken) {
 					t.Fatalf("Book with fence %d: %v, want ErrStaleToken", tt.fence, err)
 				}
+				// The refusal says what the seat has seen, so that the
+				// lock service can issue newer tokens (RaiseFences).
+				var stale *reservation.StaleTokenError
+				if !errors.As(err, &stale) || !maps.Equal(stale.Seen, map[string]int64{"A1": 5}) {
+					t.Errorf("Book with fence %d: %#v, want a StaleTokenError saying A1 has seen fence 5", tt.fence, err)
+				}
 				checkBooked(t, store, sc.ID, map[string]string{})
 				return
 			}
