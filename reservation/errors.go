@@ -56,7 +56,8 @@ var (
 
 	// ErrLimit is returned when a request would pass a bound of the
 	// service (Options.MaxScreenings): nothing was created. Unlike
-	// ErrUnavailable it does not clear by itself.
+	// ErrUnavailable it does not clear in seconds, only as screenings
+	// play (PlayedAfter).
 	ErrLimit = errors.New("limit reached")
 
 	// ErrUnavailable is returned when a backend (the store or the lock
