@@ -42,7 +42,9 @@
 -- token sets the counter's expiry again (ARGV[3]), so the counters of seats
 -- nobody locks any more go away instead of piling up for good. The expiry
 -- is also how far the server's clock may step back without a token going
--- stale: keep it long (RedisOptions.FenceTTL).
+-- stale: keep it long (RedisOptions.FenceTTL). A clock that steps back
+-- further is repaired by raise.lua, once the fenced resource has refused
+-- a token and said which fence it has seen (Redis.RaiseFences).
 --
 -- One key is the common case and takes the short way: a bare number as the
 -- reply, no table built.

@@ -108,6 +108,14 @@
 // expiry is also the longest the clock may step back between two locks of
 // a seat.
 //
+// When the clock does step back further (a restart with the clock behind,
+// a replica whose clock lags), tokens from the clock are older than the
+// ones the resource saw, and it refuses them until the clock catches up.
+// The resource knows the newest token it saw, so its refusal can say so,
+// and RaiseFences lifts the counters to it: the next token is newer, and
+// the lock works again after one refused attempt. Raising never lowers a
+// counter, so it is safe whoever reports the fence.
+//
 // Waiting by push. An attempt that finds a key held marks it as waited
 // for, in the same script: it writes "+" after the holder's token. A
 // blocked Obtain then subscribes to the release channel of its keys, and

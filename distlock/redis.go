@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,7 +29,11 @@ var (
 	//go:embed acquire.lua
 	acquireSource string
 
+	//go:embed raise.lua
+	raiseSource string
+
 	acquireScript = redis.NewScript(acquireSource)
+	raiseScript   = redis.NewScript(raiseSource)
 	releaseScript = redis.NewScript(luascript.Release)
 	refreshScript = redis.NewScript(luascript.Refresh)
 )
@@ -430,6 +435,40 @@ func (r *Redis) replicated(ctx context.Context, conn *redis.Conn, l *redisLock, 
 	default:
 		return fmt.Errorf("distlock: acquire %q: wait for replicas: %w", l.keys, err)
 	}
+}
+
+// RaiseFences raises the fence counter of each key so that the next
+// fencing token of the key is greater than seen[key], a token the key's
+// resource was written with: a counter below it, or gone, is set to it, a
+// counter at or above it is left alone. Keys are the caller's, as given to
+// Obtain; all of them must live in one Cluster slot (a common hash tag).
+//
+// It is what a resource that refuses a token as stale calls for: a Redis
+// that lost its counters (a restart without persistence, a failover to a
+// replica that never saw them) issues tokens from its clock, and a clock
+// that stepped back issues tokens older than the ones the resource saw,
+// until it catches up. After RaiseFences, the next Obtain of those keys
+// gets a token newer than seen. Raising never lowers a counter, so it
+// cannot make any token older than one issued before, and is safe to call
+// with any fence the resource reports, whoever holds the keys.
+//
+// It returns an error from Redis, wrapped, when Redis could not be asked.
+func (r *Redis) RaiseFences(ctx context.Context, seen map[string]int64) error {
+	if len(seen) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(seen))
+	args := make([]any, 0, len(seen)+1)
+	for key, fence := range seen {
+		_, counter := r.names(key)
+		keys = append(keys, counter)
+		args = append(args, strconv.FormatInt(fence, 10))
+	}
+	args = append(args, r.fenceMillis)
+	if err := raiseScript.Run(ctx, r.client, keys, args...).Err(); err != nil {
+		return fmt.Errorf("distlock: raise fences: %w", err)
+	}
+	return nil
 }
 
 // backoff returns how long a waiter sleeps before polling again when no

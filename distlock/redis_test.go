@@ -526,3 +526,50 @@ func TestRedisFenceCounterExpires(t *testing.T) {
 		t.Fatalf("token after the counter expired %d, want above %d, the last token it gave", tok, last)
 	}
 }
+
+// TestRedisRaiseFences checks that RaiseFences makes the next token of a
+// key newer than the fence it is given, when the counter is behind it or
+// gone (as after a loss of the data with the server's clock behind the
+// tokens it gave before), and never makes one older: a counter ahead of
+// the fence is left alone. A raised counter expires like any other.
+func TestRedisRaiseFences(t *testing.T) {
+	c := newClient(t)
+	const fenceTTL = time.Hour
+	locker := newRedis(t, c, distlock.RedisOptions{TTL: time.Second, RenewEvery: -1, FenceTTL: fenceTTL, Prefix: testPrefix(t)})
+	ctx := t.Context()
+	const key, other = "{screening-42}:C7", "{screening-42}:C8"
+	// An hour ahead of the server's clock: the fence a seat keeps from
+	// before a restart whose clock came back an hour behind.
+	ahead := takeInTurn(t, locker, key, 1) + time.Hour.Microseconds()
+
+	t.Run("a counter behind the fence, or gone, is raised past it", func(t *testing.T) {
+		if err := c.Del(ctx, locker.FenceKeyForTest(other)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := locker.RaiseFences(ctx, map[string]int64{key: ahead, other: ahead + 7}); err != nil {
+			t.Fatal(err)
+		}
+		if tok := takeInTurn(t, locker, key, 1); tok <= ahead {
+			t.Errorf("token after raising to %d: %d, want above it", ahead, tok)
+		}
+		if tok := takeInTurn(t, locker, other, 1); tok <= ahead+7 {
+			t.Errorf("token of a key whose counter was gone, after raising to %d: %d, want above it", ahead+7, tok)
+		}
+		ttl, err := c.PTTL(ctx, locker.FenceKeyForTest(other)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl <= 0 || ttl > fenceTTL {
+			t.Errorf("a raised counter expires in %v (negative: never), want within (0, %v]", ttl, fenceTTL)
+		}
+	})
+	t.Run("a counter ahead of the fence is left alone", func(t *testing.T) {
+		last := takeInTurn(t, locker, key, 1)
+		if err := locker.RaiseFences(ctx, map[string]int64{key: 5}); err != nil {
+			t.Fatal(err)
+		}
+		if tok := takeInTurn(t, locker, key, 1); tok != last+1 {
+			t.Errorf("token after raising to 5 a counter at %d: %d, want %d", last, tok, last+1)
+		}
+	})
+}

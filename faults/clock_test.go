@@ -184,3 +184,57 @@ func checkClockRate(t *testing.T, r *redisServer, rate float64) {
 		t.Fatalf("redis-server's clock ran %.2fx to %.2fx the real one, want %gx", slowest, fastest, rate)
 	}
 }
+
+// TestFencesAfterClockStepsBack books a seat and cancels it, then restarts
+// Redis empty with its clock an hour behind (redis-server with the fast
+// clock library preloaded, its wall clock set back): the fence counters
+// are gone, and the tokens Redis issues from its clock are an hour older
+// than the fence the seat's row keeps. The first booking of the seat is
+// refused as stale (409 lock_lost), which is the proof that the fault is
+// in effect; the refusal carries the seat's fence, the API raises the
+// lock's counter past it, and the retry is booked. Without the raise every
+// retry is refused for the hour the clock is behind.
+func TestFencesAfterClockStepsBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	lib := fastClockLibrary(t)
+	jumpFile := filepath.Join(t.TempDir(), "jump")
+	if err := os.WriteFile(jumpFile, []byte("0"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := startRedis(t, "LD_PRELOAD="+lib, "FASTCLOCK_JUMP_FILE="+jumpFile)
+	api := startAPI(t, map[string]string{"REDIS_URL": r.url, "DATABASE_URL": testenv.NewDatabase(t)})
+	sc := createScreening(t, api.url, `{"movie":"Clock back","rows":1,"seats_per_row":1}`)
+	first := book(t.Context(), api.url, sc.ID, "before", "A1")
+	if first.status != http.StatusCreated {
+		t.Fatalf("booking before the fault: %v", first)
+	}
+	cancelBooking(t, api.url, first.booking.ID, first.booking.Token)
+
+	if err := os.WriteFile(jumpFile, []byte("-3600"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.restartEmpty(t)
+	if now, err := r.client(t).Time(t.Context()).Result(); err != nil || time.Until(now) > -59*time.Minute {
+		t.Fatalf("redis-server's clock reads %v (%v), want about an hour behind %v", now, err, time.Now())
+	}
+
+	// The API's connections to the old server answer 503 until they are
+	// replaced; every other answer counts.
+	var answers []answer
+	waitFor(t, 30*time.Second, "two answers but 503 to bookings of the seat after the restart, or a 201", func() bool {
+		a := book(t.Context(), api.url, sc.ID, fmt.Sprintf("after-%d", len(answers)), "A1")
+		if a.status == 0 || a.status == http.StatusServiceUnavailable {
+			return false
+		}
+		answers = append(answers, a)
+		return a.status == http.StatusCreated || len(answers) == 2
+	})
+	if answers[0].status != http.StatusConflict || answers[0].code != "lock_lost" {
+		t.Errorf("first booking after the restart: %v, want 409 lock_lost (a token an hour old); was the clock set back?", answers[0])
+	}
+	if last := answers[len(answers)-1]; last.status != http.StatusCreated {
+		t.Errorf("answers after the restart %v: want the retry booked (201), the fence counter raised past the seat's fence", answers)
+	}
+}

@@ -118,8 +118,9 @@ func respondErr(c *gin.Context, err error) {
 		_ = c.Error(err)
 	}
 	if errors.Is(err, reservation.ErrLimit) {
-		// A bound of the server does not clear in seconds: an operator
-		// raises it. Clients that honour Retry-After should not hammer.
+		// A bound of the server clears as screenings play, hours apart,
+		// not in seconds. Clients that honour Retry-After should not
+		// hammer.
 		c.Header("Retry-After", limitRetryAfter)
 	}
 	abortJSON(c, kind.status, errorBody{Error: d})

@@ -41,6 +41,7 @@ var knownCodes = map[string]bool{
 	"method_not_allowed": true, "unauthorized": true, "forbidden": true,
 	"seat_taken": true, "seat_busy": true, "lock_lost": true, "conflict": true,
 	"idempotency_mismatch": true, "seat_held": true, "sold_out": true, "hold_expired": true,
+	"rate_limited": true,
 }
 
 // leaks are fragments of internal error text that no answer may carry.

@@ -23,7 +23,7 @@ func addRoutes(r *gin.Engine, svc *reservation.Service, opts Options, m *metrics
 	writes := limitWrites(opts.WriteRate, opts.WriteBurst)
 	v1 := r.Group("/v1")
 	v1.GET("/screenings", handleScreeningList(svc))
-	v1.POST("/screenings", requireAdmin(opts.AdminToken), writes, handleScreeningCreate(svc))
+	v1.POST("/screenings", requireAdmin(opts.AdminToken), screeningsPerClient(opts), writes, handleScreeningCreate(svc))
 	v1.GET("/screenings/:id", handleScreeningGet(svc))
 	v1.GET("/screenings/:id/seats", handleSeatMap(svc))
 	v1.GET("/screenings/:id/events", limitStreams(opts.MaxStreams), handleEvents(svc, opts.Events, opts.Heartbeat, opts.QueuePoll))

@@ -65,6 +65,20 @@ type Options struct {
 	// WriteBurst is how many writes may come at once when the rate has
 	// been idle. Zero means WriteRate rounded up, at least 1.
 	WriteBurst int
+
+	// ScreeningRate bounds the screenings one client address may create,
+	// in screenings a second with bursts of ScreeningBurst, when anyone
+	// may create them (AdminToken is empty); beyond it POST
+	// /v1/screenings is answered 429 rate_limited with Retry-After,
+	// before it touches a backend. It keeps anonymous clients from using
+	// up the service's MaxScreenings in minutes. Zero means
+	// DefaultScreeningRate, a negative rate no bound. With AdminToken
+	// set, only its holder creates screenings, and is not limited.
+	ScreeningRate float64
+
+	// ScreeningBurst is how many screenings one client address may create
+	// at once. Zero means DefaultScreeningBurst.
+	ScreeningBurst int
 }
 
 // DefaultMaxStreams is the bound of open live streams when
@@ -91,6 +105,12 @@ func NewServer(svc *reservation.Service, opts Options) http.Handler {
 	}
 	if opts.QueuePoll <= 0 {
 		opts.QueuePoll = time.Second
+	}
+	if opts.ScreeningRate == 0 {
+		opts.ScreeningRate = DefaultScreeningRate
+	}
+	if opts.ScreeningBurst <= 0 {
+		opts.ScreeningBurst = DefaultScreeningBurst
 	}
 	m := newMetrics(opts.Registry)
 

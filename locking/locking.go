@@ -85,6 +85,9 @@ var _ reservation.SeatLease = LeaseFunc(nil)
 // Fence returns 0: an in-process lock has no fencing token.
 func (f LeaseFunc) Fence(string) int64 { return 0 }
 
+// RaiseFences does nothing: an in-process lock has no fencing tokens.
+func (f LeaseFunc) RaiseFences(context.Context, map[string]int64) error { return nil }
+
 // Lost returns nil: an in-process lock is never lost.
 func (f LeaseFunc) Lost() <-chan struct{} { return nil }
 
@@ -114,7 +117,7 @@ func (d distributed) LockSeats(ctx context.Context, screeningID string, seats []
 	lock, err := d.l.Obtain(ctx, keys...)
 	switch {
 	case err == nil:
-		return distributedLease{lock: lock, screeningID: screeningID}, nil
+		return distributedLease{locker: d.l, lock: lock, screeningID: screeningID}, nil
 	case errors.Is(err, distlock.ErrNotAcquired) && ctx.Err() != nil:
 		return nil, fmt.Errorf("%w: %w", err, ctx.Err())
 	default:
@@ -123,8 +126,32 @@ func (d distributed) LockSeats(ctx context.Context, screeningID string, seats []
 }
 
 type distributedLease struct {
+	locker      distlock.Locker
 	lock        distlock.Lock
 	screeningID string
+}
+
+// fenceRaiser is a lock service whose fencing tokens come from counters
+// it keeps, and which can raise them past fences seen written
+// (distlock.Redis). The others have nothing to raise: their tokens do not
+// depend on a clock, or they have none.
+type fenceRaiser interface {
+	RaiseFences(ctx context.Context, seen map[string]int64) error
+}
+
+func (l distributedLease) RaiseFences(ctx context.Context, seen map[string]int64) error {
+	r, ok := l.locker.(fenceRaiser)
+	if !ok || len(seen) == 0 {
+		return nil
+	}
+	keys := make(map[string]int64, len(seen))
+	for seat, fence := range seen {
+		keys[reservation.SeatKey(l.screeningID, seat)] = fence
+	}
+	if err := r.RaiseFences(ctx, keys); err != nil {
+		return fmt.Errorf("seat locks: %w: %w", reservation.ErrUnavailable, err)
+	}
+	return nil
 }
 
 func (l distributedLease) Fence(seat string) int64 {
@@ -176,6 +203,10 @@ type layeredLease struct {
 func (l layeredLease) Fence(seat string) int64 { return l.remote.Fence(seat) }
 func (l layeredLease) Lost() <-chan struct{}   { return l.remote.Lost() }
 func (l layeredLease) Tx() reservation.Tx      { return l.remote.Tx() }
+
+func (l layeredLease) RaiseFences(ctx context.Context, seen map[string]int64) error {
+	return l.remote.RaiseFences(ctx, seen)
+}
 
 func (l layeredLease) Release(ctx context.Context) error {
 	err := l.remote.Release(ctx)

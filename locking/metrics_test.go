@@ -22,10 +22,11 @@ func (losingLocker) LockSeats(context.Context, string, []string) (reservation.Se
 
 type lostLease struct{ lost chan struct{} }
 
-func (lostLease) Fence(string) int64            { return 7 }
-func (l lostLease) Lost() <-chan struct{}       { return l.lost }
-func (l lostLease) Tx() reservation.Tx          { return nil }
-func (lostLease) Release(context.Context) error { return nil }
+func (lostLease) Fence(string) int64                                  { return 7 }
+func (lostLease) RaiseFences(context.Context, map[string]int64) error { return nil }
+func (l lostLease) Lost() <-chan struct{}                             { return l.lost }
+func (l lostLease) Tx() reservation.Tx                                { return nil }
+func (lostLease) Release(context.Context) error                       { return nil }
 
 func TestInstrument(t *testing.T) {
 	reg := prometheus.NewRegistry()

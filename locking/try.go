@@ -61,7 +61,7 @@ func (d distributed) TryLockSeats(ctx context.Context, screeningID string, seats
 	lock, err := t.TryObtain(ctx, keys...)
 	switch {
 	case err == nil:
-		return distributedLease{lock: lock, screeningID: screeningID}, nil
+		return distributedLease{locker: d.l, lock: lock, screeningID: screeningID}, nil
 	case errors.Is(err, distlock.ErrNotAcquired):
 		return nil, errBusy(d.busy(ctx, t, screeningID, seats)...)
 	case ctx.Err() != nil:

@@ -214,9 +214,9 @@ func (s *Service) payAndWrite(ctx context.Context, store bookingStore, sc Screen
 		return Confirmation{}, err
 	}
 	if err := simulatePayment(ctx, sc.PaymentDelay, lease); err != nil {
-		return s.written(ctx, sc.ID, c, idem, err)
+		return s.written(ctx, sc.ID, c, idem, lease, err)
 	}
-	return s.written(ctx, sc.ID, c, idem, store.Book(ctx, w))
+	return s.written(ctx, sc.ID, c, idem, lease, store.Book(ctx, w))
 }
 
 // newWrite builds the write of a new booking with the id, with the lease's
@@ -248,14 +248,14 @@ func (s *Service) newWrite(sc Screening, bookingID string, seats []string, custo
 // written turns the outcome of a booking's write into the answer: c when
 // the write succeeded (err == nil), and tells the event publisher; the
 // booking of a twin request when one refused it (see replay); else the
-// refusal.
-func (s *Service) written(ctx context.Context, screeningID string, c Confirmation, idem *idempotency, err error) (Confirmation, error) {
+// refusal, after raising lease's fences past a stale refusal's.
+func (s *Service) written(ctx context.Context, screeningID string, c Confirmation, idem *idempotency, lease SeatLease, err error) (Confirmation, error) {
 	switch {
 	case err == nil:
 		s.publish(ctx, EventBooked, c.Booking)
 		return c, nil
 	case errors.Is(err, ErrStaleToken):
-		return Confirmation{}, errorf(ErrLockLost, "a newer lock holder has written these seats")
+		return Confirmation{}, s.staleRefusal(ctx, lease, err)
 	}
 	// A refused write has rolled back, so a replay reads through the store.
 	if c, ok, rerr := s.replay(ctx, s.store, screeningID, idem, err); ok || rerr != nil {
@@ -270,7 +270,8 @@ func (s *Service) written(ctx context.Context, screeningID string, c Confirmatio
 // noLease is the lease of LockNone: nothing held, nothing to lose.
 type noLease struct{}
 
-func (noLease) Fence(string) int64            { return 0 }
-func (noLease) Lost() <-chan struct{}         { return nil }
-func (noLease) Tx() Tx                        { return nil }
-func (noLease) Release(context.Context) error { return nil }
+func (noLease) Fence(string) int64                                  { return 0 }
+func (noLease) RaiseFences(context.Context, map[string]int64) error { return nil }
+func (noLease) Lost() <-chan struct{}                               { return nil }
+func (noLease) Tx() Tx                                              { return nil }
+func (noLease) Release(context.Context) error                       { return nil }

@@ -3,6 +3,8 @@ package reservation
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -37,8 +39,8 @@ var (
 	ErrLockLost = errors.New("lock lost")
 
 	// ErrStaleToken is returned by a Store when a fenced write carries a
-	// token that is not newer than the seat's last one. The Service turns it
-	// into ErrLockLost.
+	// token that is not newer than the seat's last one, as a
+	// *StaleTokenError. The Service turns it into ErrLockLost.
 	ErrStaleToken = errors.New("stale fencing token")
 
 	// ErrIdempotencyMismatch is returned when an idempotency key is reused
@@ -54,7 +56,8 @@ var (
 
 	// ErrLimit is returned when a request would pass a bound of the
 	// service (Options.MaxScreenings): nothing was created. Unlike
-	// ErrUnavailable it does not clear by itself.
+	// ErrUnavailable it does not clear in seconds, only as screenings
+	// play (PlayedAfter).
 	ErrLimit = errors.New("limit reached")
 
 	// ErrUnavailable is returned when a backend (the store or the lock
@@ -91,6 +94,26 @@ func (e *SeatsTakenError) Error() string {
 
 // Is makes errors.Is(err, ErrSeatTaken) true.
 func (e *SeatsTakenError) Is(target error) bool { return target == ErrSeatTaken }
+
+// StaleTokenError is a fenced write refused because its tokens are not
+// newer than the fences its free seats have seen. Seen holds, for each of
+// the write's seats that is free, the newest fence it was written with. It
+// matches ErrStaleToken with errors.Is.
+type StaleTokenError struct {
+	Seen map[string]int64
+}
+
+func (e *StaleTokenError) Error() string {
+	seats := slices.Sorted(maps.Keys(e.Seen))
+	parts := make([]string, len(seats))
+	for i, seat := range seats {
+		parts[i] = fmt.Sprintf("%s has seen fence %d", seat, e.Seen[seat])
+	}
+	return fmt.Sprintf("stale fencing token: %s", strings.Join(parts, ", "))
+}
+
+// Is makes errors.Is(err, ErrStaleToken) true.
+func (e *StaleTokenError) Is(target error) bool { return target == ErrStaleToken }
 
 // invalidf returns an error wrapping ErrInvalid with a message for the
 // client.

@@ -107,7 +107,7 @@ func (s *Service) holdSeats(ctx context.Context, sc Screening, w HoldWrite, lock
 		h, err = s.store.CreateHold(ctx, w)
 	}
 	if errors.Is(err, ErrStaleToken) {
-		return Hold{}, fmt.Errorf("a newer lock holder has written these seats: %w", ErrLockLost)
+		return Hold{}, s.staleRefusal(ctx, lease, err)
 	}
 	return h, err
 }

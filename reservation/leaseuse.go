@@ -5,7 +5,7 @@ package reservation
 
 import (
 	"context"
-
+	"errors"
 	"time"
 )
 
@@ -48,6 +48,31 @@ func simulatePayment(ctx context.Context, delay time.Duration, lease SeatLease) 
 		}
 	}
 	return lockHeld(lease)
+}
+
+// staleRefusal answers a write that the guard refused because lease's
+// fencing tokens were not newer than the fences its free seats had seen
+// (err, a *StaleTokenError). Either a newer holder wrote those seats and
+// this lease was lost, or the lock service issued old tokens: it lost its
+// fence counters and issues tokens from its clock, which is behind the
+// tokens it issued before. A retry would meet the same refusal until that
+// clock caught up, so the lease's lock service raises its counters past
+// what the seats have seen, and the client's next attempt gets newer
+// tokens. The raise outlives the request, like a release.
+func (s *Service) staleRefusal(ctx context.Context, lease SeatLease, err error) error {
+	const why = "a newer lock holder has written these seats, or the lock service lost its fence counters " +
+		"while its clock is behind: they have seen newer fencing tokens than this request's locks carry; "
+	var stale *StaleTokenError
+	if !errors.As(err, &stale) {
+		return errorf(ErrLockLost, why+"try again")
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if rerr := lease.RaiseFences(rctx, stale.Seen); rerr != nil {
+		s.opts.Logger.Warn("raising fence counters past a stale refusal", "err", rerr)
+		return errorf(ErrLockLost, why+"raising its counters failed, so a retry may be refused the same way")
+	}
+	return errorf(ErrLockLost, why+"the lock's fence counters, where it keeps any, are raised past the seats' fences now, so a retry gets newer tokens")
 }
 
 // lockHeld returns ErrLockLost when the lease has been lost.

@@ -31,6 +31,17 @@ type SeatLease interface {
 	// layer) returns the inner lease's Tx, so wrapping never hides it.
 	Tx() Tx
 
+	// RaiseFences makes the next fencing token of each seat's lock newer
+	// than seen[seat], the newest fence the seat was written with, after
+	// the guarded write refused this lease's tokens as stale. A lock
+	// service that lost its fence counters issues tokens from its clock,
+	// and a clock that stepped back issues tokens the seats refuse until
+	// it catches up: raising the counters ends that at once. Raising only
+	// ever makes later tokens newer, so it is safe whoever wrote the
+	// seats. It does nothing for a strategy without fencing tokens, and
+	// returns ErrUnavailable when the lock service cannot be reached.
+	RaiseFences(ctx context.Context, seen map[string]int64) error
+
 	// Release gives the locks up.
 	Release(ctx context.Context) error
 }

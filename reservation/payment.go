@@ -137,7 +137,7 @@ func (s *Service) chargeAndWrite(ctx context.Context, store bookingStore, sc Scr
 	if err != nil && s.settle(work, p.ID) == PaymentBooked {
 		err = nil // the write committed after all (its answer was lost)
 	}
-	return s.written(work, sc.ID, c, idem, err)
+	return s.written(work, sc.ID, c, idem, lease, err)
 }
 
 // openPayment records the payment of a booking before its charge, or finds

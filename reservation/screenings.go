@@ -40,6 +40,20 @@ func (c *screeningCache) put(sc Screening) {
 	}
 }
 
+// PlayedAfter is how long after its start a screening has surely played:
+// longer than any film with its trailers. A screening counts toward
+// Options.MaxScreenings until it has played and was created at least
+// PlayedAfter ago (one created with a start in the past counts for
+// PlayedAfter all the same, so that old dates do not slip past the
+// bound).
+const PlayedAfter = 6 * time.Hour
+
+// MaxStartsAhead is how far ahead a screening may start. It bounds how
+// long a screening holds its place in Options.MaxScreenings: every
+// screening leaves it at most MaxStartsAhead + PlayedAfter after its
+// creation.
+const MaxStartsAhead = 366 * 24 * time.Hour
+
 // NewScreening is a request to create a screening. Zero values take the
 // service's defaults; PaymentDelay is a pointer so that an explicit 0 can be
 // told from none.
@@ -64,13 +78,16 @@ func (s *Service) CreateScreening(ctx context.Context, req NewScreening) (Screen
 		return Screening{}, err
 	}
 	// A bound on growth, not an exact quota: instances creating at the
-	// same moment may each see room for one more.
-	n, err := s.store.CountScreenings(ctx)
+	// same moment may each see room for one more. A screening leaves it
+	// once it has played and was created PlayedAfter ago, so the bound
+	// clears by itself.
+	n, err := s.store.CountScreenings(ctx, s.opts.Now().Add(-PlayedAfter))
 	if err != nil {
 		return Screening{}, err
 	}
 	if n >= s.opts.MaxScreenings {
-		return Screening{}, errorf(ErrLimit, "this server holds its maximum of %d screenings; no more can be created", s.opts.MaxScreenings)
+		return Screening{}, errorf(ErrLimit, "this server holds its maximum of %d screenings that have not played yet; "+
+			"no more can be created until some have played (%g hours after they start)", s.opts.MaxScreenings, PlayedAfter.Hours())
 	}
 	ttl, err := s.holdTTL(req.HoldTTL)
 	if err != nil {
@@ -110,8 +127,12 @@ func (s *Service) screeningOf(req NewScreening) (Screening, error) {
 	if err := validText(sc.Movie, MaxMovieLen); err != nil {
 		return Screening{}, invalidf("movie %s", err)
 	}
+	now := s.opts.Now()
 	if sc.StartsAt.IsZero() {
-		sc.StartsAt = s.opts.Now()
+		sc.StartsAt = now
+	}
+	if sc.StartsAt.After(now.Add(MaxStartsAhead)) {
+		return Screening{}, invalidf("starts_at must be at most %d days ahead", MaxStartsAhead/(24*time.Hour))
 	}
 	sc.StartsAt = sc.StartsAt.UTC().Truncate(time.Second)
 	if sc.Rows < 1 || sc.Rows > MaxRows {

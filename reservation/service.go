@@ -51,10 +51,11 @@ type Options struct {
 	// instance.
 	Demo bool
 
-	// MaxScreenings bounds how many screenings the store may hold: anyone
-	// may create one (unless an admin token guards creation), and each
-	// costs rows and a line in every listing. Creating one more fails with
-	// ErrLimit. Zero means DefaultMaxScreenings.
+	// MaxScreenings bounds how many screenings that have not played yet
+	// the store may hold (see PlayedAfter): anyone may create one (unless
+	// an admin token guards creation), and each costs rows and a line in
+	// every listing. Creating one more fails with ErrLimit. Zero means
+	// DefaultMaxScreenings.
 	MaxScreenings int
 
 	// LockHealth, when set, reports whether the lock backend answers; Ready

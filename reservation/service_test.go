@@ -3,6 +3,7 @@ package reservation_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,7 @@ type fakeLocker struct {
 	lost    chan struct{}
 	fence   int64
 	release int
+	raised  []map[string]int64 // every RaiseFences call, in order
 }
 
 func (f *fakeLocker) LockSeats(ctx context.Context, _ string, seats []string) (reservation.SeatLease, error) {
@@ -44,6 +46,12 @@ type fakeLease struct{ f *fakeLocker }
 func (l fakeLease) Fence(string) int64    { return l.f.fence }
 func (l fakeLease) Lost() <-chan struct{} { return l.f.lost }
 func (l fakeLease) Tx() reservation.Tx    { return nil }
+func (l fakeLease) RaiseFences(_ context.Context, seen map[string]int64) error {
+	l.f.mu.Lock()
+	defer l.f.mu.Unlock()
+	l.f.raised = append(l.f.raised, seen)
+	return nil
+}
 func (l fakeLease) Release(context.Context) error {
 	l.f.mu.Lock()
 	defer l.f.mu.Unlock()
@@ -209,10 +217,18 @@ func TestBookStaleFenceIsLockLost(t *testing.T) {
 	if err := svc.Cancel(ctx, first.Booking.ID, first.Token); err != nil {
 		t.Fatal(err)
 	}
-	l.fence = 9 // a holder from before, whose lease ran out
+	l.fence = 9 // a holder from before, whose lease ran out, or a lock service that lost its counters
 	_, err = svc.Book(ctx, reservation.BookRequest{ScreeningID: sc.ID, Seats: []string{"A1"}, Customer: "stale holder"})
 	if !errors.Is(err, reservation.ErrLockLost) {
 		t.Fatalf("Book with an older fencing token: %v, want ErrLockLost", err)
+	}
+	if msg := reservation.Message(err); !strings.Contains(msg, "raised") {
+		t.Errorf("the refusal says %q: want it to say the counters are raised, so a retry gets newer tokens", msg)
+	}
+	// The lease is told what the seat has seen, so that its lock service
+	// issues a newer token to the next attempt.
+	if want := []map[string]int64{{"A1": 10}}; !reflect.DeepEqual(l.raised, want) {
+		t.Errorf("RaiseFences calls %v, want %v", l.raised, want)
 	}
 }
 

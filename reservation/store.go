@@ -24,8 +24,11 @@ type Store interface {
 	// Screening returns the screening with the id, or ErrNotFound.
 	Screening(ctx context.Context, id string) (Screening, error)
 
-	// CountScreenings returns how many screenings the store holds.
-	CountScreenings(ctx context.Context) (int, error)
+	// CountScreenings returns how many of the screenings the store holds
+	// start after since or were created after since (by the store's
+	// clock): the screenings that still count toward
+	// Options.MaxScreenings.
+	CountScreenings(ctx context.Context, since time.Time) (int, error)
 
 	// Screenings returns up to limit screenings, oldest first, that were
 	// created after the screening with the id after ("" starts at the

@@ -19,7 +19,7 @@ func TestScreeningLimit(t *testing.T) {
 	r := call(t, "POST", first.url+"/v1/screenings", `{"id":"three","movie":"Three","rows":1,"seats_per_row":1}`)
 	wantError(t, r, http.StatusServiceUnavailable, "limit_reached")
 	if got := r.header.Get("Retry-After"); got != "3600" {
-		t.Errorf("Retry-After %q, want 3600: the bound does not clear by itself", got)
+		t.Errorf("Retry-After %q, want 3600: the bound clears only as screenings play, hours apart", got)
 	}
 	if r := call(t, "GET", first.url+"/v1/screenings/three", ""); r.status != http.StatusNotFound {
 		t.Errorf("the refused screening exists: %d %s", r.status, r.body)

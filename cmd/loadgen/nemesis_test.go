@@ -118,10 +118,9 @@ func TestDoubleAndLostBookings(t *testing.T) {
 	}
 }
 
-// runNemesisForTest runs loadgen nemesis with args into a directory of its
-// own and returns its exit status and report. It skips t without the
-// programs the cluster needs (fails under REQUIRE_INTEGRATION=1).
-func runNemesisForTest(t *testing.T, args ...string) (int, nemesisReport, string) {
+// needCluster skips t with -short, and without the programs the
+// nemesis's cluster needs (fails under REQUIRE_INTEGRATION=1).
+func needCluster(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a whole cluster; skipped with -short")
@@ -132,6 +131,14 @@ func runNemesisForTest(t *testing.T, args ...string) (int, nemesisReport, string
 	if bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(bins) == 0 {
 		testenv.Unavailable(t, testenv.Need{What: "initdb", Install: "apt-get install -y postgresql"}, "the nemesis starts its own Postgres")
 	}
+}
+
+// runNemesisForTest runs loadgen nemesis with args into a directory of its
+// own and returns its exit status and report. It skips t without the
+// programs the cluster needs (fails under REQUIRE_INTEGRATION=1).
+func runNemesisForTest(t *testing.T, args ...string) (int, nemesisReport, string) {
+	t.Helper()
+	needCluster(t)
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	err := run(t.Context(), append([]string{"nemesis", "-out", out}, args...), os.Getenv, &stdout, &stderr)

@@ -15,9 +15,10 @@
 //	c.APIs[0].Kill()
 //	_ = c.APIs[0].Start(ctx)
 //
-// Stop ends everything. Every process but Postgres is a child of the
-// caller and dies with it even without Stop (Linux: the kernel kills it
-// when the parent thread dies); pg_ctl runs Postgres as a daemon, so a
-// caller killed before Stop leaves it running in its seatlock-pg-*
-// temporary directory. Nothing here listens beyond 127.0.0.1.
+// Stop ends everything. Every server, Postgres's postmaster included, is
+// a child of the caller and dies with it even without Stop (Linux: the
+// kernel kills it when the parent thread dies; the postmaster's own
+// children end when they find it gone). A caller killed before Stop
+// leaves only files behind: its seatlock-pg-* and work directories under
+// the temporary directory. Nothing here listens beyond 127.0.0.1.
 package cluster

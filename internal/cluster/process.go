@@ -20,7 +20,7 @@ type process struct {
 // startProcess starts cmd and a goroutine, owned by the process, that
 // waits for it; kill waits for that goroutine.
 func startProcess(name string, cmd *exec.Cmd) (*process, error) {
-	cmd.SysProcAttr = dieWithParent()
+	cmd.SysProcAttr = dieWithParent(cmd.SysProcAttr)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}

@@ -28,9 +28,11 @@ func (s *Store) live(id string) bool {
 // still true when the caller writes: every seat must be unbooked (else
 // *SeatsTakenError), not held by a live hold other than own (else
 // *SeatsHeldError), and its fence, when given, newer than the seat's
-// (else ErrStaleToken). The errors come in that order of precedence.
+// (else a *StaleTokenError with the fences the free seats have seen). The
+// errors come in that order of precedence.
 func (s *Store) guard(screeningID string, seats []string, fences map[string]int64, own string) error {
 	var taken, held []string
+	seen := make(map[string]int64, len(seats)) // of the free seats
 	stale := false
 	for _, seat := range seats {
 		st := s.seats[screeningID][seat]
@@ -39,8 +41,9 @@ func (s *Store) guard(screeningID string, seats []string, fences map[string]int6
 			taken = append(taken, seat)
 		case st.hold != "" && st.hold != own && s.live(st.hold):
 			held = append(held, seat)
-		case fence != 0 && fence <= st.fence:
-			stale = true
+		default:
+			seen[seat] = st.fence
+			stale = stale || fence != 0 && fence <= st.fence
 		}
 	}
 	switch {
@@ -49,7 +52,7 @@ func (s *Store) guard(screeningID string, seats []string, fences map[string]int6
 	case len(held) > 0:
 		return &reservation.SeatsHeldError{Seats: held}
 	case stale:
-		return fmt.Errorf("memory: %w", reservation.ErrStaleToken)
+		return fmt.Errorf("memory: %w", &reservation.StaleTokenError{Seen: seen})
 	}
 	return nil
 }

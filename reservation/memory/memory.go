@@ -34,6 +34,7 @@ type Store struct {
 	//     read from the clock, never written).
 	mu         sync.RWMutex
 	screenings map[string]reservation.Screening
+	created    map[string]time.Time            // screening id → when it was created, by now
 	order      []string                        // screening ids, oldest first
 	position   map[string]int                  // screening id -> index in order
 	seats      map[string]map[string]seatState // screening id → seat id → state
@@ -77,6 +78,7 @@ func New() *Store { return NewWithClock(time.Now) }
 func NewWithClock(now func() time.Time) *Store {
 	return &Store{
 		screenings:  make(map[string]reservation.Screening),
+		created:     make(map[string]time.Time),
 		position:    make(map[string]int),
 		seats:       make(map[string]map[string]seatState),
 		bookings:    make(map[string]*booking),
@@ -101,19 +103,27 @@ func (s *Store) CreateScreening(ctx context.Context, sc reservation.Screening) e
 		return fmt.Errorf("memory: screening %q: %w", sc.ID, reservation.ErrConflict)
 	}
 	s.screenings[sc.ID] = sc
+	s.created[sc.ID] = s.now()
 	s.position[sc.ID] = len(s.order)
 	s.order = append(s.order, sc.ID)
 	return nil
 }
 
-// CountScreenings returns how many screenings the store holds.
-func (s *Store) CountScreenings(ctx context.Context) (int, error) {
+// CountScreenings returns how many screenings start after since or were
+// created after since, by the store's clock.
+func (s *Store) CountScreenings(ctx context.Context, since time.Time) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.screenings), nil
+	n := 0
+	for id, sc := range s.screenings {
+		if sc.StartsAt.After(since) || s.created[id].After(since) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // Screening returns the screening with the id, or reservation.ErrNotFound.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,8 +39,8 @@ const bookSeats = `SELECT book_seats($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $1
 // one. When some seats are taken it returns a *reservation.SeatsTakenError
 // naming them, in the order of the booking's seats, even if other seats are
 // stale too; else, when some are held by a live hold, a
-// *reservation.SeatsHeldError; else, when a fence is stale,
-// reservation.ErrStaleToken. With reservation.GuardOff the seats are given
+// *reservation.SeatsHeldError; else, when a fence is stale, a
+// *reservation.StaleTokenError (ErrStaleToken). With reservation.GuardOff the seats are given
 // away whatever held them.
 //
 // It also returns reservation.ErrNotFound for an unknown screening,
@@ -124,11 +125,25 @@ func guardError(op string, err error) error {
 	case "SLHLD":
 		return &reservation.SeatsHeldError{Seats: strings.Split(pgErr.Detail, ",")}
 	case "SLSTL":
-		return fmt.Errorf("postgres: %s: %w", op, reservation.ErrStaleToken)
+		return fmt.Errorf("postgres: %s: %w", op, &reservation.StaleTokenError{Seen: seenFences(pgErr.Detail)})
 	case "SLPAY":
 		return fmt.Errorf("postgres: %s: %w", op, reservation.ErrPaymentSettled)
 	}
 	return translate(op, err)
+}
+
+// seenFences reads the DETAIL of a refusal for a stale fence (SLSTL,
+// migration 0010): comma-separated seat=fence pairs. A pair it cannot
+// read is left out: the refusal stands without it.
+func seenFences(detail string) map[string]int64 {
+	seen := make(map[string]int64)
+	for pair := range strings.SplitSeq(detail, ",") {
+		seat, fence, ok := strings.Cut(pair, "=")
+		if n, err := strconv.ParseInt(fence, 10, 64); ok && err == nil {
+			seen[seat] = n
+		}
+	}
+	return seen
 }
 
 // bookResults reads the answers to Book's batch: the seats the upsert wrote.

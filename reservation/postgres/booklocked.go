@@ -192,6 +192,9 @@ var (
 // write needs no fencing token.
 func (*lockedTx) Fence(string) int64 { return 0 }
 
+// RaiseFences does nothing: the lock has no fencing tokens.
+func (*lockedTx) RaiseFences(context.Context, map[string]int64) error { return nil }
+
 // Lost returns nil: the lock cannot be lost while the transaction lives.
 func (*lockedTx) Lost() <-chan struct{} { return nil }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -128,10 +129,11 @@ SELECT id, movie, starts_at, row_count, seats_per_row, lock_strategy, write_guar
        queue_admit_per_s, queue_admitted_for
 FROM screenings`
 
-// CountScreenings returns how many screenings the store holds.
-func (s *Store) CountScreenings(ctx context.Context) (int, error) {
+// CountScreenings returns how many screenings start after since or were
+// created after since, by the database's clock.
+func (s *Store) CountScreenings(ctx context.Context, since time.Time) (int, error) {
 	var n int
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM screenings`).Scan(&n)
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM screenings WHERE greatest(starts_at, created_at) > $1`, since).Scan(&n)
 	return n, translate("count screenings", err)
 }
 

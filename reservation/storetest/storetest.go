@@ -151,7 +151,7 @@ func testScreeningRefusals(t *testing.T, newStore func(t *testing.T) reservation
 		store, ctx := newStore(t), t.Context()
 		count := func() int {
 			t.Helper()
-			n, err := store.CountScreenings(ctx)
+			n, err := store.CountScreenings(ctx, time.Now().Add(-time.Hour))
 			if err != nil {
 				t.Fatalf("CountScreenings: %v", err)
 			}
@@ -165,6 +165,32 @@ func testScreeningRefusals(t *testing.T, newStore func(t *testing.T) reservation
 		}
 		if got := count(); got != before+2 {
 			t.Fatalf("CountScreenings = %d after two creations and a conflict, want %d", got, before+2)
+		}
+	})
+
+	t.Run("count leaves out what started and was created before since", func(t *testing.T) {
+		store, ctx := newStore(t), t.Context()
+		count := func(since time.Time) int {
+			t.Helper()
+			n, err := store.CountScreenings(ctx, since)
+			if err != nil {
+				t.Fatalf("CountScreenings: %v", err)
+			}
+			return n
+		}
+		later := time.Now().Add(time.Hour) // after every creation here, before every upcoming start
+		before := count(later)
+		newScreening(t, store) // upcoming: it starts in 2030
+		played := screeningValue()
+		played.StartsAt = time.Date(2020, 5, 17, 20, 15, 0, 0, time.UTC)
+		if err := store.CreateScreening(ctx, played); err != nil {
+			t.Fatal(err)
+		}
+		if got := count(later); got != before+1 {
+			t.Errorf("CountScreenings(an hour ahead) = %d, want %d: the upcoming screening alone", got, before+1)
+		}
+		if got, want := count(time.Now().Add(-time.Hour)), before+2; got < want {
+			t.Errorf("CountScreenings(an hour ago) = %d, want at least %d: a screening created since counts, whenever it starts", got, want)
 		}
 	})
 
@@ -304,6 +330,12 @@ func testFenceOrder(t *testing.T, newStore func(t *testing.T) reservation.Store)
 			if tt.stale {
 				if !errors.Is(err, reservation.ErrStaleToken) {
 					t.Fatalf("Book with fence %d: %v, want ErrStaleToken", tt.fence, err)
+				}
+				// The refusal says what the seat has seen, so that the
+				// lock service can issue newer tokens (RaiseFences).
+				var stale *reservation.StaleTokenError
+				if !errors.As(err, &stale) || !maps.Equal(stale.Seen, map[string]int64{"A1": 5}) {
+					t.Errorf("Book with fence %d: %#v, want a StaleTokenError saying A1 has seen fence 5", tt.fence, err)
 				}
 				checkBooked(t, store, sc.ID, map[string]string{})
 				return
