@@ -26,7 +26,14 @@ $$;
 --   SLTKN  some seats are booked; DETAIL lists them, comma-separated, in the
 --          order of p_seats
 --   SLHLD  none is booked but some are held by a live hold; DETAIL lists them
---   SLSTL  the refused seats are free: they have seen a newer fence
+--   SLSTL  the refused seats are free: they have seen a newer fence; DETAIL
+--          is the write's free seats with the newest fence each was
+--          written with, comma-separated seat=fence pairs in the order of
+--          p_seats ("A1=17,A2=9"), so that the writer's lock service can
+--          raise its fence counters past them (distlock's RaiseFences): a
+--          lock service that lost its counters and whose clock is behind
+--          the fences it issued would otherwise hand out refused tokens
+--          until its clock caught up
 -- The write has locked every row it touched, written or not, so what this
 -- reads is exactly what the guard saw. now() is the transaction's start,
 -- before the guard looked, so a hold live for the guard is reported held
@@ -36,10 +43,13 @@ LANGUAGE plpgsql AS $$
 DECLARE
     taken text[];
     held  text[];
+    seen  text;
 BEGIN
     SELECT array_agg(a.seat ORDER BY a.n) FILTER (WHERE s.booking_id IS NOT NULL),
-           array_agg(a.seat ORDER BY a.n) FILTER (WHERE s.hold_id IS NOT NULL AND s.hold_expires_at > now())
-    INTO taken, held
+           array_agg(a.seat ORDER BY a.n) FILTER (WHERE s.hold_id IS NOT NULL AND s.hold_expires_at > now()),
+           string_agg(a.seat || '=' || s.fence, ',' ORDER BY a.n)
+               FILTER (WHERE s.booking_id IS NULL AND (s.hold_id IS NULL OR s.hold_expires_at <= now()))
+    INTO taken, held, seen
     FROM unnest(p_seats) WITH ORDINALITY AS a (seat, n)
     JOIN seats s ON s.screening_id = p_screening AND s.seat = a.seat
     WHERE s.booking_id IS DISTINCT FROM p_writer AND s.hold_id IS DISTINCT FROM p_writer;
@@ -51,7 +61,8 @@ BEGIN
         RAISE EXCEPTION 'seats are held: %', array_to_string(held, ', ')
             USING ERRCODE = 'SLHLD', DETAIL = array_to_string(held, ',');
     END IF;
-    RAISE EXCEPTION 'a seat has seen a newer fence' USING ERRCODE = 'SLSTL';
+    RAISE EXCEPTION 'a seat has seen a newer fence'
+        USING ERRCODE = 'SLSTL', DETAIL = coalesce(seen, '');
 END
 $$;
 

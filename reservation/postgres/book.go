@@ -133,7 +133,7 @@ func guardError(op string, err error) error {
 }
 
 // seenFences reads the DETAIL of a refusal for a stale fence (SLSTL,
-// migration 0010): comma-separated seat=fence pairs. A pair it cannot
+// migration 0009): comma-separated seat=fence pairs. A pair it cannot
 // read is left out: the refusal stands without it.
 func seenFences(detail string) map[string]int64 {
 	seen := make(map[string]int64)
