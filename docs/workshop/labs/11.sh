@@ -21,6 +21,7 @@ S=$(curl -s -X POST "$API1/v1/screenings" -H 'Content-Type: application/json' -d
 [ -n "$S" ] && [ "$S" != null ] || { echo "FAIL: no screening created" >&2; exit 1; }
 curl -s -X POST "$API1/v1/screenings/$S/bookings" -H 'Content-Type: application/json' -d '{"seats":["A2"],"customer":"cy"}' >"$LAB_DIR/cy.json" # lab
 curl -s -o /dev/null -w '%{http_code}\n' -X DELETE "$API1/v1/bookings/$(jq -r .id "$LAB_DIR/cy.json")" -H "Authorization: Bearer $(jq -r .token "$LAB_DIR/cy.json")" # lab
+lab_wait_settled "$DB" "$S" # lab
 lab_paid "$PAY" | tee "$LAB_DIR/paid-cy.txt" # lab
 lab_expect "$LAB_DIR/paid-cy.txt" '"charges":1,"refunds":1,"overlaps":0,' "cy charged, and refunded on the cancel"
 
@@ -42,7 +43,11 @@ lab_holders "$LAB_DIR/restart.events" A1 | tee "$LAB_DIR/holders.txt" # lab
 lab_expect_answer "$LAB_DIR/ann.txt" 201 '"customer":"ann"' "ann books A1: her write came first"
 lab_expect_answer "$LAB_DIR/bob.txt" 409 '"code":"seat_taken"' "bob: 409 seat_taken, refunded"
 lab_expect "$LAB_DIR/stats.txt" '"charges":2,"refunds":1,"overlaps":1,' "ann and bob charged for A1 at once (overlaps 1), bob refunded"
-lab_expect "$LAB_DIR/holders.txt" '^2$' "the lock timeline: two requests had A1 locked at once"
+# The timeline's events travel through the Redis that restarts: bob's may
+# be published before the seat map's instance has subscribed again, and
+# pub/sub keeps nothing for a subscriber that is away. The overlap itself
+# is checked above, by the payment provider.
+lab_expect "$LAB_DIR/holders.txt" '^[12]$' "the lock timeline: A1's holders recorded (2, or 1 when the restart lost bob's event)"
 ann=$(head -n 1 "$LAB_DIR/ann.txt" | jq -r .id)
 lab_expect "$LAB_DIR/a1.txt" "\"booking_id\":\"$ann\"" "the fenced write keeps A1 ann's, and only ann's"
 if grep -q '"bookings"' "$LAB_DIR/a1.txt"; then echo "FAIL: A1 has more than one live booking" >&2; exit 1; fi
