@@ -23,6 +23,7 @@ func Run(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 		testScreeningCreate(t, newStore)
 		testScreeningList(t, newStore)
 		testScreeningRefusals(t, newStore)
+		testScreeningCount(t, newStore)
 	})
 	t.Run("book", func(t *testing.T) {
 		testBookFree(t, newStore)
@@ -124,7 +125,7 @@ func testScreeningList(t *testing.T, newStore func(t *testing.T) reservation.Sto
 }
 
 // testScreeningRefusals checks that unknown cursors and ids, and duplicate ids,
-// are refused; the count follows creations only.
+// are refused.
 func testScreeningRefusals(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("list after an unknown screening is invalid", func(t *testing.T) {
 		store := newStore(t)
@@ -147,16 +148,21 @@ func testScreeningRefusals(t *testing.T, newStore func(t *testing.T) reservation
 		}
 	})
 
+	t.Run("unknown id is not found", func(t *testing.T) {
+		store := newStore(t)
+		if _, err := store.Screening(t.Context(), "no-such-"+uuid.NewString()); !errors.Is(err, reservation.ErrNotFound) {
+			t.Fatalf("Screening(unknown): %v, want ErrNotFound", err)
+		}
+	})
+}
+
+// testScreeningCount checks what CountScreenings counts against the
+// screening limit: creations, not refusals, and neither what was created
+// before since nor what started before it.
+func testScreeningCount(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("count follows creations, not refusals", func(t *testing.T) {
 		store, ctx := newStore(t), t.Context()
-		count := func() int {
-			t.Helper()
-			n, err := store.CountScreenings(ctx, time.Now().Add(-time.Hour))
-			if err != nil {
-				t.Fatalf("CountScreenings: %v", err)
-			}
-			return n
-		}
+		count := func() int { return countScreenings(t, store, time.Now().Add(-time.Hour)) }
 		before := count()
 		sc := newScreening(t, store)
 		newScreening(t, store)
@@ -170,14 +176,7 @@ func testScreeningRefusals(t *testing.T, newStore func(t *testing.T) reservation
 
 	t.Run("count leaves out what started and was created before since", func(t *testing.T) {
 		store, ctx := newStore(t), t.Context()
-		count := func(since time.Time) int {
-			t.Helper()
-			n, err := store.CountScreenings(ctx, since)
-			if err != nil {
-				t.Fatalf("CountScreenings: %v", err)
-			}
-			return n
-		}
+		count := func(since time.Time) int { return countScreenings(t, store, since) }
 		later := time.Now().Add(time.Hour) // after every creation here, before every upcoming start
 		before := count(later)
 		newScreening(t, store) // upcoming: it starts in 2030
@@ -194,12 +193,16 @@ func testScreeningRefusals(t *testing.T, newStore func(t *testing.T) reservation
 		}
 	})
 
-	t.Run("unknown id is not found", func(t *testing.T) {
-		store := newStore(t)
-		if _, err := store.Screening(t.Context(), "no-such-"+uuid.NewString()); !errors.Is(err, reservation.ErrNotFound) {
-			t.Fatalf("Screening(unknown): %v, want ErrNotFound", err)
-		}
-	})
+}
+
+// countScreenings is store.CountScreenings(since), failing the test on an error.
+func countScreenings(t *testing.T, store reservation.Store, since time.Time) int {
+	t.Helper()
+	n, err := store.CountScreenings(t.Context(), since)
+	if err != nil {
+		t.Fatalf("CountScreenings: %v", err)
+	}
+	return n
 }
 
 // testBookFree checks that free seats are booked; taken ones are refused, listed,
