@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"runtime"
 	"slices"
-	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -284,41 +286,58 @@ type linearizability struct {
 
 const maxReportedSeats = 20
 
-// checkLinearizable runs porcupine on every seat's history, one seat at a
-// time, within budget overall. A seat found illegal makes the verdict
-// false even if others ran out of time; otherwise running out of time
-// makes it unknown. Checking is NP-hard in general, which is why it is
-// bounded; with one register per seat it is usually fast.
+// checkLinearizable runs porcupine on every seat's history within budget
+// overall (see checkSeats). A seat found illegal makes the verdict false
+// even if others ran out of time; otherwise running out of time makes it
+// unknown. Checking is NP-hard in general, which is why it is bounded;
+// with one register per seat it is usually fast.
 func checkLinearizable(h map[string][]porcupine.Operation, budget time.Duration) linearizability {
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-
-	model := seatModel()
-	res := linearizability{verdict: linearizable}
-	deadline := time.Now().Add(budget)
-	for _, key := range keys {
-		left := time.Until(deadline)
-		if left <= 0 {
-			// A zero timeout would mean "no limit" to porcupine.
-			if res.verdict == linearizable {
-				res.verdict = unknownVerdict
-			}
-			break
-		}
-		switch porcupine.CheckOperationsTimeout(model, h[key], left) {
-		case porcupine.Illegal:
-			res.verdict = notLinearizable
-			if len(res.seats) < maxReportedSeats {
-				res.seats = append(res.seats, key)
-			}
-		case porcupine.Unknown:
-			if res.verdict == linearizable {
-				res.verdict = unknownVerdict
-			}
+	keys, results := checkSeats(seatModel(), h, budget)
+	res := linearizability{verdict: verdictOf(results)}
+	for i, r := range results {
+		if r == porcupine.Illegal && len(res.seats) < maxReportedSeats {
+			res.seats = append(res.seats, keys[i])
 		}
 	}
 	return res
+}
+
+// checkSeats runs porcupine on the history of every seat, a seat on each
+// core at a time, within budget overall, and returns the seats' keys
+// sorted and each one's result. A seat not reached within budget is
+// Unknown, and so is one whose own check ran out of the time left.
+func checkSeats(model porcupine.Model, h map[string][]porcupine.Operation, budget time.Duration) ([]string, []porcupine.CheckResult) {
+	keys := sortedKeys(h)
+	results := make([]porcupine.CheckResult, len(keys))
+	for i := range results {
+		results[i] = porcupine.Unknown
+	}
+	deadline := time.Now().Add(budget)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(keys)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(keys); i = int(next.Add(1) - 1) {
+				left := time.Until(deadline)
+				if left <= 0 {
+					return // a zero timeout would mean "no limit" to porcupine
+				}
+				results[i] = porcupine.CheckOperationsTimeout(model, h[keys[i]], left)
+			}
+		})
+	}
+	wg.Wait()
+	return keys, results
+}
+
+// verdictOf folds the seats' results: false if any is illegal, else
+// unknown if any is unknown, else true.
+func verdictOf(results []porcupine.CheckResult) verdict {
+	switch {
+	case slices.Contains(results, porcupine.Illegal):
+		return notLinearizable
+	case slices.Contains(results, porcupine.Unknown):
+		return unknownVerdict
+	}
+	return linearizable
 }

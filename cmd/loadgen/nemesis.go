@@ -30,6 +30,7 @@ type nemesisConfig struct {
 	reconcileEvery time.Duration
 	paymentDelay   time.Duration
 	settle         time.Duration
+	checkTimeout   time.Duration
 	commit         string // of the tree the cluster is built from, read before building
 }
 
@@ -48,6 +49,7 @@ func parseNemesisFlags(args []string, stderr io.Writer) (nemesisConfig, error) {
 	fs.DurationVar(&cfg.reconcileEvery, "reconcile-every", 2*time.Second, "RECONCILE_EVERY of the instances: how often a reconciler settles payments left open; 0: no reconciler")
 	fs.DurationVar(&cfg.paymentDelay, "payment-delay", 20*time.Millisecond, "payment time inside the critical section")
 	fs.DurationVar(&cfg.settle, "settle", 30*time.Second, "longest wait, after the load, for the ledger to settle")
+	fs.DurationVar(&cfg.checkTimeout, "check-timeout", 2*time.Minute, "time budget of the linearizability check (a 10-minute run records about half a million operations)")
 	if err := parseArgs(fs, args, stderr); err != nil {
 		return cfg, err
 	}
@@ -59,8 +61,8 @@ func parseNemesisFlags(args []string, stderr io.Writer) (nemesisConfig, error) {
 	if cfg.seed, err = parseSeed(*seed); err != nil {
 		return cfg, err
 	}
-	if cfg.total < 10*time.Second || cfg.clients < 1 {
-		return cfg, usagef("nemesis: -time must be at least 10s and -clients at least 1")
+	if cfg.total < 10*time.Second || cfg.clients < 1 || cfg.checkTimeout <= 0 {
+		return cfg, usagef("nemesis: -time must be at least 10s, -clients at least 1 and -check-timeout positive")
 	}
 	return cfg, nil
 }

@@ -137,43 +137,32 @@ func seatExcerpt(ops []histOp, screening, seat string, since int64) []histOp {
 }
 
 // linearizabilityCheck runs porcupine on every seat's history within
-// budget. A seat found illegal gets an anomaly with its history and, in
-// dir, porcupine's visualisation (for the first few).
+// budget (see checkSeats). A seat found illegal gets an anomaly with its
+// history and, in dir, porcupine's visualisation (for the first few).
 func linearizabilityCheck(ops []histOp, final finalState, budget time.Duration, dir string) (verdict, []anomaly) {
 	h := seatOps(ops, final.values, final.call, final.done)
 	model := nemesisModel()
-	v := linearizable
+	keys, results := checkSeats(model, h, budget)
 	var out []anomaly
-	deadline := time.Now().Add(budget)
-	for _, key := range sortedKeys(h) {
-		left := time.Until(deadline)
-		if left <= 0 {
-			if v == linearizable {
-				v = unknownVerdict
-			}
-			return v, out
+	for i, key := range keys {
+		if results[i] != porcupine.Illegal {
+			continue
 		}
-		res, info := porcupine.CheckOperationsVerbose(model, h[key], left)
-		switch res {
-		case porcupine.Unknown:
-			if v == linearizable {
-				v = unknownVerdict
+		a := anomaly{Kind: "not_linearizable", Seat: key, Message: "no order of the operations on seat " + key + " explains what they returned"}
+		screening, seat, _ := strings.Cut(key, "/")
+		a.History = illegalExcerpt(model, h[key], ops, screening, seat)
+		if len(out) < 3 && dir != "" {
+			// The seat was decided once within the budget; deciding it
+			// again, for the visualisation's information, takes as long.
+			_, info := porcupine.CheckOperationsVerbose(model, h[key], budget)
+			name := fmt.Sprintf("porcupine-%d.html", len(out))
+			if porcupine.VisualizePath(model, info, dir+"/"+name) == nil {
+				a.Visualization = name
 			}
-		case porcupine.Illegal:
-			v = notLinearizable
-			a := anomaly{Kind: "not_linearizable", Seat: key, Message: "no order of the operations on seat " + key + " explains what they returned"}
-			screening, seat, _ := strings.Cut(key, "/")
-			a.History = illegalExcerpt(model, h[key], ops, screening, seat)
-			if len(out) < 3 && dir != "" {
-				name := fmt.Sprintf("porcupine-%d.html", len(out))
-				if porcupine.VisualizePath(model, info, dir+"/"+name) == nil {
-					a.Visualization = name
-				}
-			}
-			out = append(out, a)
 		}
+		out = append(out, a)
 	}
-	return v, out
+	return verdictOf(results), out
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -47,12 +47,9 @@ type nemesisReport struct {
 	Timeline  *timeline     `json:"timeline"`
 }
 
-// linearizeBudget bounds the linearizability check of a run.
-const linearizeBudget = 2 * time.Minute
-
 // check runs every check on the history and the final state and lists
 // what failed as anomalies.
-func (r *nemesisReport) check(h *history, final finalState, samples []overlapSample, dir string) {
+func (r *nemesisReport) check(h *history, final finalState, samples []overlapSample, dir string, budget time.Duration) {
 	ops := h.ops
 	r.Anomalies = []anomaly{}
 	doubles, lost := doubleBookings(ops), lostBookings(ops, final)
@@ -60,7 +57,7 @@ func (r *nemesisReport) check(h *history, final finalState, samples []overlapSam
 	fives := status500s(ops)
 	r.Status500 = len(fives)
 	var lin []anomaly
-	r.Linearizable, lin = linearizabilityCheck(ops, final, linearizeBudget, dir)
+	r.Linearizable, lin = linearizabilityCheck(ops, final, budget, dir)
 	r.Anomalies = append(r.Anomalies, doubles...)
 	r.Anomalies = append(r.Anomalies, lost...)
 	r.Anomalies = append(r.Anomalies, lin...)
@@ -209,8 +206,8 @@ func finishNemesis(cfg nemesisConfig, r *nemesisReport, stdout io.Writer) error 
 	if err := writeNemesisHTML(cfg.out+"/report.html", cfg, r); err != nil {
 		return fmt.Errorf("%w: %w", errCouldNotRun, err)
 	}
-	fmt.Fprintf(stdout, "nemesis: seed %d, schedule_sha256 %s, %d ops (%.0f/s), %d confirmed, %d faults, %d anomalies; report in %s\n",
-		r.Seed, r.ScheduleSHA256, r.Ops, r.ThroughputRPS, r.Confirmed, len(r.Faults), len(r.Anomalies), cfg.out)
+	fmt.Fprintf(stdout, "nemesis: seed %d, schedule_sha256 %s, %d ops (%.0f/s), %d confirmed, %d faults, %d anomalies, linearizable %s; report in %s\n",
+		r.Seed, r.ScheduleSHA256, r.Ops, r.ThroughputRPS, r.Confirmed, len(r.Faults), len(r.Anomalies), r.Linearizable, cfg.out)
 	for _, f := range r.Faults {
 		if f.Error != "" {
 			return fmt.Errorf("%w: fault %s on %s: %s", errCouldNotRun, f.Kind, f.Target, f.Error)

@@ -63,7 +63,7 @@ func nemesisRun(ctx context.Context, cfg nemesisConfig, c *cluster.Cluster, sche
 	for i := range h.ops {
 		h.ops[i].Fences = fences.of(h.ops[i].Booking)
 	}
-	rep.check(h, final, overlaps, cfg.out)
+	rep.check(h, final, overlaps, cfg.out, cfg.checkTimeout)
 	rep.summarize(h, wall, ran)
 	if err := h.write(cfg.out + "/history.jsonl"); err != nil {
 		return nil, err
