@@ -338,9 +338,19 @@ func splitList(s string) []string {
 	return out
 }
 
-// has reports whether the setting of an environment variable that a
-// strategy needs (see catalogue) is given; "" is no setting, always there.
-func (c config) has(env string) bool {
+// has reports whether the settings a strategy needs (see catalogue) are
+// given: "" is none, always there; several are joined by " and ".
+func (c config) has(needs string) bool {
+	for env := range strings.SplitSeq(needs, " and ") {
+		if !c.gives(env) {
+			return false
+		}
+	}
+	return true
+}
+
+// gives reports whether the setting of one environment variable is given.
+func (c config) gives(env string) bool {
 	switch env {
 	case "":
 		return true

@@ -5,10 +5,12 @@ package main
 import (
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/docs/workshop/write/solutions/keyedlock"
+	"github.com/seatlock/seatlock/docs/workshop/write/solutions/pglock"
 	"github.com/seatlock/seatlock/docs/workshop/write/solutions/redislock"
 )
 
@@ -19,4 +21,8 @@ func newLabKeyed() keyMutex { return new(keyedlock.Mutex) }
 
 func newLabRedis(c *redis.Client, ttl time.Duration) distlock.Locker {
 	return redislock.New(c, redislock.Options{TTL: ttl, Prefix: "seatlock:lab:"})
+}
+
+func newLabPg(pool *pgxpool.Pool, ttl time.Duration) labPgLocker {
+	return pglock.New(pool, pglock.Options{TTL: ttl})
 }

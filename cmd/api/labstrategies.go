@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 
+	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/locking"
 	"github.com/seatlock/seatlock/reservation"
 )
@@ -18,6 +20,7 @@ import (
 const (
 	labKeyed reservation.Strategy = "lab-keyed"
 	labRedis reservation.Strategy = "lab-redis"
+	labPg    reservation.Strategy = "lab-pg"
 )
 
 func labStrategies() []strategy {
@@ -30,7 +33,26 @@ func labStrategies() []strategy {
 			lb.logger.Info("lab lock", "strategy", labRedis, "code", labCode)
 			return lb.measured(labRedis, locking.Distributed(newLabRedis(lb.b.redis, lb.cfg.LockTTL))), nil
 		}},
+		{StrategyInfo: reservation.StrategyInfo{Name: labPg, Needs: "DEMO_MODE and DATABASE_URL", Reach: reservation.ReachAll, Doc: "the attendee's Postgres lock"}, locker: func(lb *lockBackends, ctx context.Context) (reservation.SeatLocker, error) {
+			lb.logger.Info("lab lock", "strategy", labPg, "code", labCode)
+			pool, err := lb.lockPool(ctx)
+			if err != nil {
+				return nil, err
+			}
+			locks := newLabPg(pool, lb.cfg.LockTTL)
+			if err := locks.Setup(ctx); err != nil {
+				return nil, fmt.Errorf("%s: create its lease table: %w", labPg, err)
+			}
+			return lb.measured(labPg, locking.Distributed(locks)), nil
+		}},
 	}
+}
+
+// labPgLocker is the Postgres lock of the lab: a distlock.Locker whose
+// lease table Setup creates.
+type labPgLocker interface {
+	distlock.Locker
+	Setup(ctx context.Context) error
 }
 
 // keyMutex is the keyed mutex of the lab: keyedlock.Mutex's Lock and

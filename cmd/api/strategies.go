@@ -154,6 +154,7 @@ type lockBackends struct {
 	b       *backends
 
 	keyedLayer, redisLayer reservation.SeatLocker // built by keyed and redis
+	pgLockPool             *pgxpool.Pool          // built by lockPool
 }
 
 // measured measures a strategy's locker whole, under the strategy's name
@@ -189,24 +190,38 @@ func (lb *lockBackends) redis() reservation.SeatLocker {
 	return lb.redisLayer
 }
 
-// postgres builds the postgres strategy's session locks on a pool of their
-// own, so that held locks never starve the store of connections.
+// postgres builds the postgres strategy's session locks on the lock pool.
 func (lb *lockBackends) postgres(ctx context.Context) (reservation.SeatLocker, error) {
+	pool, err := lb.lockPool(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return lb.measured(reservation.LockPostgres, locking.Distributed(pglock.New(pool, pglock.Options{TTL: lb.cfg.LockTTL, StopMargin: reservation.StopTime}))), nil
+}
+
+// lockPool returns the pool of the Postgres lock strategies (postgres,
+// and lab-pg in demo mode), opened on first use. It is a pool of its own,
+// so that held locks never starve the store of connections; see poolSizes
+// for its share of the connection budget, which the strategies share.
+func (lb *lockBackends) lockPool(ctx context.Context) (*pgxpool.Pool, error) {
+	if lb.pgLockPool != nil {
+		return lb.pgLockPool, nil
+	}
 	pcfg, err := pgxpool.ParseConfig(lb.cfg.DatabaseURL) // checked by config.validate
 	if err != nil {
 		return nil, err
 	}
 	// A session advisory lock occupies its connection while it is held
 	// and while it is waited for, so this pool bounds how many bookings of
-	// the strategy one instance runs at once; see poolSizes for why it is
-	// a pool of its own.
+	// the postgres strategy one instance runs at once.
 	_, pcfg.MaxConns = poolSizes(lb.cfg.DBMaxConns)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres lock pool: %w", err)
 	}
 	lb.b.closers = append(lb.b.closers, func() error { pool.Close(); return nil })
-	return lb.measured(reservation.LockPostgres, locking.Distributed(pglock.New(pool, pglock.Options{TTL: lb.cfg.LockTTL, StopMargin: reservation.StopTime}))), nil
+	lb.pgLockPool = pool
+	return pool, nil
 }
 
 // redlock builds the Redlock strategy on the backends' clients of the

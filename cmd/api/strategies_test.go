@@ -21,7 +21,8 @@ import (
 )
 
 // readmeTable returns the rows of the README's table whose header line
-// starts with header, each row's cells trimmed of spaces and backquotes.
+// starts with header, each row's cells trimmed of spaces, without
+// backquotes.
 func readmeTable(t *testing.T, header string) [][]string {
 	t.Helper()
 	f, err := os.Open("../../README.md")
@@ -42,7 +43,7 @@ func readmeTable(t *testing.T, header string) [][]string {
 		default:
 			cells := strings.Split(strings.Trim(line, "|"), "|")
 			for i, c := range cells {
-				cells[i] = strings.Trim(strings.TrimSpace(c), "`")
+				cells[i] = strings.ReplaceAll(strings.TrimSpace(c), "`", "")
 			}
 			rows = append(rows, cells)
 		}
@@ -151,6 +152,33 @@ func TestCatalogueNeedsAreSettings(t *testing.T) {
 		if (config{}).has(s.Needs) != (s.Needs == "") {
 			t.Errorf("%s needs %q: an empty configuration has it = %v", s.Name, s.Needs, !(s.Needs == ""))
 		}
+	}
+}
+
+// TestStrategyNeedingTwoSettings: lab-pg, the attendee's Postgres lock,
+// is offered only when both settings it needs are given, and a default
+// strategy that lacks one is refused with both named.
+func TestStrategyNeedingTwoSettings(t *testing.T) {
+	s, ok := find(catalogue(), string(labPg))
+	if !ok {
+		t.Fatalf("no %s in the catalogue", labPg)
+	}
+	for _, tc := range []struct {
+		cfg  config
+		want bool
+	}{
+		{config{Demo: true}, false},
+		{config{DatabaseURL: "postgres://db/x"}, false},
+		{config{Demo: true, DatabaseURL: "postgres://db/x"}, true},
+	} {
+		if got := tc.cfg.has(s.Needs); got != tc.want {
+			t.Errorf("demo %v, database %q: has(%q) = %v, want %v", tc.cfg.Demo, tc.cfg.DatabaseURL, s.Needs, got, tc.want)
+		}
+	}
+	env := map[string]string{"LOCK_STRATEGY": string(labPg), "DEMO_MODE": "true"}
+	_, err := parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
+	if want := "LOCK_STRATEGY=lab-pg needs DEMO_MODE and DATABASE_URL"; err == nil || err.Error() != want {
+		t.Errorf("LOCK_STRATEGY=lab-pg without DATABASE_URL: %v, want %q", err, want)
 	}
 }
 

@@ -20,19 +20,20 @@ func TestSkeletonsFailTheGrader(t *testing.T) {
 	if err != nil {
 		t.Skip("no go command on PATH to grade the skeletons with")
 	}
-	redisURL := testenv.RedisURL(t) // the Redis lock's grader needs one
+	redisURL := testenv.RedisURL(t)       // the Redis lock's grader needs one
+	postgresURL := testenv.PostgresURL(t) // and the Postgres lock's
 	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	skeletons := []string{"keyedlock", "redislock"}
+	skeletons := []string{"keyedlock", "redislock", "pglock"}
 	args := []string{"test", "-count=1", "-timeout", "60s"}
 	for _, s := range skeletons {
 		args = append(args, "./docs/workshop/write/"+s)
 	}
 	cmd := exec.CommandContext(t.Context(), goBin, args...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GRADE=1", "TEST_REDIS_URL="+redisURL)
+	cmd.Env = append(os.Environ(), "GRADE=1", "TEST_REDIS_URL="+redisURL, "TEST_DATABASE_URL="+postgresURL)
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		t.Fatalf("the skeletons passed the grader:\n%s", out)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/distlock"
@@ -82,6 +83,61 @@ func RedisLock(t *testing.T, newLocker NewRedisLocker) {
 			lockKey := newLocker(admin, prefix, ttl, false).LockKey(key)
 			if n, err := admin.Del(t.Context(), lockKey).Result(); err != nil || n != 1 {
 				t.Fatalf("delete the lock key %s = %d, %v; want 1, nil (does LockKey name the key your lock writes?)", lockKey, n, err)
+			}
+		},
+	})
+}
+
+// PgLocker is what the Postgres lock lab asks for: a distlock.Locker that
+// keeps its leases in the lab's table lab_locks, and Setup, which creates
+// that table.
+type PgLocker interface {
+	distlock.Locker
+	Setup(ctx context.Context) error
+}
+
+// NewPgLocker makes the attendee's Postgres lock on pool, with a lease of
+// ttl, renewed unless renew is false (a holder that crashed).
+type NewPgLocker func(pool *pgxpool.Pool, ttl time.Duration, renew bool) PgLocker
+
+// PgLock grades a Postgres lock with distlock's conformance suite, stage
+// by stage, in a database of its own, dropped when it ends. Every Locker
+// has a pool of its own, as a separate process would.
+func PgLock(t *testing.T, newLocker NewPgLocker) {
+	t.Helper()
+	const ttl = time.Second
+	db := testenv.NewDatabase(t)
+	pool := func(t *testing.T) *pgxpool.Pool {
+		cfg, err := pgxpool.ParseConfig(db)
+		if err != nil {
+			t.Fatalf("parse Postgres URL: %v", err)
+		}
+		cfg.MaxConns = 3
+		p, err := pgxpool.NewWithConfig(t.Context(), cfg)
+		if err != nil {
+			t.Fatalf("Postgres pool: %v", err)
+		}
+		t.Cleanup(p.Close)
+		return p
+	}
+	admin := pool(t)
+	if err := newLocker(admin, ttl, false).Setup(t.Context()); err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	distlocktest.RunStaged(t, func(t *testing.T) distlock.Locker {
+		return newLocker(pool(t), ttl, true)
+	}, distlocktest.Options{
+		TTL:     ttl,
+		Fencing: true,
+		NewNonRenewing: func(t *testing.T) distlock.Locker {
+			return newLocker(pool(t), ttl, false)
+		},
+		// The lease ends as if it had run out long ago: even a renewal
+		// that started before this statement does not bring it back.
+		Expire: func(t *testing.T, key string) {
+			tag, err := admin.Exec(t.Context(), `UPDATE lab_locks SET expires_at = '-infinity' WHERE key = $1 AND expires_at > now()`, key)
+			if err != nil || tag.RowsAffected() != 1 {
+				t.Fatalf("end the lease of %q in lab_locks: %d rows, %v; want 1 row (does your lock keep a held key's lease in lab_locks.expires_at, as Schema says?)", key, tag.RowsAffected(), err)
 			}
 		},
 	})
