@@ -557,13 +557,14 @@ func TestRedisRaiseFences(t *testing.T) {
 		if err := locker.RaiseFences(ctx, map[string]int64{key: ahead, other: ahead + 7}); err != nil {
 			t.Fatal(err)
 		}
+		// Before any token: a token sets the counter's expiry again.
+		checkFenceExpiry(t, c, locker.FenceKeyForTest(other), fenceTTL)
 		if tok := takeInTurn(t, locker, key, 1); tok <= ahead {
 			t.Errorf("token after raising to %d: %d, want above it", ahead, tok)
 		}
 		if tok := takeInTurn(t, locker, other, 1); tok <= ahead+7 {
 			t.Errorf("token of a key whose counter was gone, after raising to %d: %d, want above it", ahead+7, tok)
 		}
-		checkFenceExpiry(t, c, locker.FenceKeyForTest(other), fenceTTL)
 	})
 	t.Run("a counter ahead of the fence is left alone", func(t *testing.T) {
 		last := takeInTurn(t, locker, key, 1)
