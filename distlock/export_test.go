@@ -1,6 +1,10 @@
 package distlock
 
-import "time"
+import (
+	"time"
+
+	"github.com/seatlock/seatlock/distlock/internal/luascript"
+)
 
 // Hooks for the external tests of this package; they exist only in test
 // builds.
@@ -23,7 +27,7 @@ func AcquireScriptHashForTest() string { return acquireScript.Hash() }
 
 // RefreshScriptHashForTest returns the SHA1 with which refresh.lua (in
 // internal/luascript) runs.
-func RefreshScriptHashForTest() string { return refreshScript.Hash() }
+func RefreshScriptHashForTest() string { return luascript.Refresh.Hash() }
 
 // DeadlineForTest returns when lock, a lock of a Redis locker, is declared
 // lost unless a renewal comes first: the end of its lease less the drift

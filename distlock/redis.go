@@ -23,8 +23,9 @@ var (
 	_ RedisClient = (redis.UniversalClient)(nil) // so a Cluster client works
 )
 
-// The scripts run with EVALSHA, falling back to EVAL (which caches them on
-// the server) the first time a server has not seen them.
+// The scripts of this backend alone; those it shares with Redlock are in
+// internal/luascript. They run with EVALSHA, falling back to EVAL (which
+// caches them on the server) the first time a server has not seen them.
 var (
 	//go:embed acquire.lua
 	acquireSource string
@@ -34,8 +35,6 @@ var (
 
 	acquireScript = redis.NewScript(acquireSource)
 	raiseScript   = redis.NewScript(raiseSource)
-	releaseScript = redis.NewScript(luascript.Release)
-	refreshScript = redis.NewScript(luascript.Refresh)
 )
 
 // RedisClient is what Redis needs from a go-redis client: running scripts
@@ -426,7 +425,7 @@ func (r *Redis) replicated(ctx context.Context, conn *redis.Conn, l *redisLock, 
 	// reached, the lease frees them.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.WaitTimeout)
 	defer cancel()
-	_ = r.scripts.Run(rctx, releaseScript, l.lockKeys, l.argv[:1]...).Err()
+	_ = r.scripts.Run(rctx, luascript.Release, l.lockKeys, l.argv[:1]...).Err()
 	switch {
 	case err == nil:
 		return fmt.Errorf("%w: %d of %d replicas acknowledged %q within %v", ErrNotReplicated, acked, want, l.keys, r.opts.WaitTimeout)

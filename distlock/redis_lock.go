@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seatlock/seatlock/distlock/internal/lockstate"
+	"github.com/seatlock/seatlock/distlock/internal/luascript"
 	"github.com/seatlock/seatlock/distlock/internal/watchdog"
 )
 
@@ -148,7 +149,7 @@ func (l *redisLock) Refresh(ctx context.Context) error {
 // renews locks it still watches.
 func (l *redisLock) Renew(ctx context.Context) error {
 	sent := time.Now()
-	ok, err := l.r.scripts.Run(ctx, refreshScript, l.lockKeys, l.argv[:2]...).Bool()
+	ok, err := l.r.scripts.Run(ctx, luascript.Refresh, l.lockKeys, l.argv[:2]...).Bool()
 	if err != nil {
 		return fmt.Errorf("distlock: refresh %q: %w", l.keys, err)
 	}
@@ -172,7 +173,7 @@ func (l *redisLock) Release(ctx context.Context) error {
 	}
 	l.r.watchdog.Unwatch(&l.wd)
 
-	n, err := l.r.scripts.Run(ctx, releaseScript, l.lockKeys, l.argv[:1]...).Int()
+	n, err := l.r.scripts.Run(ctx, luascript.Release, l.lockKeys, l.argv[:1]...).Int()
 	if err != nil {
 		return fmt.Errorf("distlock: release %q: %w", l.keys, err)
 	}

@@ -512,18 +512,26 @@ func TestRedisFenceCounterExpires(t *testing.T) {
 	counter := locker.FenceKeyForTest(key)
 
 	last := takeInTurn(t, locker, key, 500)
-	ttl, err := c.PTTL(ctx, counter).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ttl <= 0 || ttl > fenceTTL {
-		t.Fatalf("the fence counter's expiry is %v (negative: none), want within (0, %v]", ttl, fenceTTL)
-	}
+	checkFenceExpiry(t, c, counter, fenceTTL)
 	wait.For(t, 5*fenceTTL, "the fence counter to expire", func() bool {
 		return c.Exists(ctx, counter).Val() == 0
 	})
 	if tok := obtainHeld(t, locker, key).Token(key); tok <= last {
 		t.Fatalf("token after the counter expired %d, want above %d, the last token it gave", tok, last)
+	}
+}
+
+// checkFenceExpiry checks that the fence counter counter expires, and
+// within fenceTTL: every token it gives, and every raise, sets its expiry
+// again.
+func checkFenceExpiry(t *testing.T, c *redis.Client, counter string, fenceTTL time.Duration) {
+	t.Helper()
+	ttl, err := c.PTTL(t.Context(), counter).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl <= 0 || ttl > fenceTTL {
+		t.Fatalf("the fence counter %s expires in %v (negative: never), want within (0, %v]", counter, ttl, fenceTTL)
 	}
 }
 
@@ -549,18 +557,13 @@ func TestRedisRaiseFences(t *testing.T) {
 		if err := locker.RaiseFences(ctx, map[string]int64{key: ahead, other: ahead + 7}); err != nil {
 			t.Fatal(err)
 		}
+		// Before any token: a token sets the counter's expiry again.
+		checkFenceExpiry(t, c, locker.FenceKeyForTest(other), fenceTTL)
 		if tok := takeInTurn(t, locker, key, 1); tok <= ahead {
 			t.Errorf("token after raising to %d: %d, want above it", ahead, tok)
 		}
 		if tok := takeInTurn(t, locker, other, 1); tok <= ahead+7 {
 			t.Errorf("token of a key whose counter was gone, after raising to %d: %d, want above it", ahead+7, tok)
-		}
-		ttl, err := c.PTTL(ctx, locker.FenceKeyForTest(other)).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ttl <= 0 || ttl > fenceTTL {
-			t.Errorf("a raised counter expires in %v (negative: never), want within (0, %v]", ttl, fenceTTL)
 		}
 	})
 	t.Run("a counter ahead of the fence is left alone", func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/seatlock/seatlock/distlock"
 	"github.com/seatlock/seatlock/distlock/internal/batch"
 	"github.com/seatlock/seatlock/distlock/internal/lockstate"
+	"github.com/seatlock/seatlock/distlock/internal/luascript"
 	"github.com/seatlock/seatlock/distlock/internal/watchdog"
 )
 
@@ -71,7 +72,7 @@ func (lk *lock) Refresh(ctx context.Context) error {
 	// callers: on a loaded node a queue adds up to a round trip, and the
 	// renewal is what keeps the lock valid.
 	replies := fanOut(ctx, l, func(ctx context.Context, _ int, node *batch.Batcher) (bool, error) {
-		return node.RunAlone(ctx, refreshScript, lk.ks.lockKeys, lk.token, l.leaseMillis).Bool()
+		return node.RunAlone(ctx, luascript.Refresh, lk.ks.lockKeys, lk.token, l.leaseMillis).Bool()
 	})
 	extended, refused := 0, 0
 	var failed []error

@@ -35,8 +35,10 @@ var ErrUnavailable = errors.New("redlock: no quorum of nodes available")
 // timeout); three in a row, a few tens of milliseconds apart, is an outage.
 const unavailableAfter = 3
 
-// The scripts run with EVALSHA, falling back to EVAL (which caches them on
-// the server) the first time a node has not seen them.
+// The scripts of Redlock alone; those it shares with distlock's Redis
+// backend are in internal/luascript. They run with EVALSHA, falling back to
+// EVAL (which caches them on the server) the first time a node has not
+// seen them.
 var (
 	//go:embed acquire.lua
 	acquireSource string
@@ -45,8 +47,6 @@ var (
 
 	acquireScript = redis.NewScript(acquireSource)
 	raiseScript   = redis.NewScript(raiseSource)
-	refreshScript = redis.NewScript(luascript.Refresh)
-	releaseScript = redis.NewScript(luascript.Release)
 )
 
 // Client is what a Locker needs from the go-redis client of one node:
@@ -525,7 +525,7 @@ func (l *Locker) raise(ctx context.Context, ks *keySet, token string, fences []i
 func (l *Locker) releaseAll(ctx context.Context, ks *keySet, token string) (held int, failed []error) {
 	args := []any{token} // one slice for every node
 	replies := fanOut(ctx, l, func(ctx context.Context, _ int, node *batch.Batcher) (int, error) {
-		return node.Run(ctx, releaseScript, ks.lockKeys, args...).Int()
+		return node.Run(ctx, luascript.Release, ks.lockKeys, args...).Int()
 	})
 	for i, r := range replies {
 		switch {

@@ -504,14 +504,5 @@ func checkHeld(t *testing.T, store reservation.Store, screeningID string, want m
 // checkHeldError checks that err is a *SeatsHeldError naming exactly seats.
 func checkHeldError(t *testing.T, err error, seats ...string) {
 	t.Helper()
-	var held *reservation.SeatsHeldError
-	if !errors.As(err, &held) {
-		t.Fatalf("%v, want a *SeatsHeldError", err)
-	}
-	if !errors.Is(err, reservation.ErrSeatHeld) {
-		t.Errorf("errors.Is(%v, ErrSeatHeld) is false", err)
-	}
-	if !slices.Equal(held.Seats, seats) {
-		t.Errorf("SeatsHeldError lists %v, want %v", held.Seats, seats)
-	}
+	checkSeatsError(t, err, reservation.ErrSeatHeld, func(e *reservation.SeatsHeldError) []string { return e.Seats }, seats)
 }

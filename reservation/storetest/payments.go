@@ -20,9 +20,7 @@ import (
 func testPayments(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("a write books its pending payment", func(t *testing.T) {
 		store := newStore(t)
-		sc := newScreening(t, store)
-		w, p := paidWrite(t, store, sc, time.Hour, "A1")
-		mustBook(t, store, w)
+		w, p := bookPaid(t, store)
 		after := settle(t, store, p.ID, neverSettle(t, "a booked payment"))
 		if after.Status != reservation.PaymentBooked || after.ChargeID != w.ChargeID {
 			t.Errorf("payment after its booking: status %q charge %q, want booked with %q", after.Status, after.ChargeID, w.ChargeID)
@@ -70,9 +68,7 @@ func testPayments(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 func testPaymentOutcomes(t *testing.T, newStore func(t *testing.T) reservation.Store) {
 	t.Run("a cancel makes the payment owed", func(t *testing.T) {
 		store := newStore(t)
-		sc := newScreening(t, store)
-		w, p := paidWrite(t, store, sc, time.Hour, "A1")
-		mustBook(t, store, w)
+		w, p := bookPaid(t, store)
 		mustCancel(t, store, w.Booking.ID)
 		var seen []reservation.Payment
 		n, err := store.SettleDue(t.Context(), 100, func(_ context.Context, q reservation.Payment) (reservation.PaymentStatus, error) {
@@ -243,6 +239,15 @@ func paidWrite(t *testing.T, store reservation.Store, sc reservation.Screening, 
 	w := newWrite(sc, seats...)
 	w.Booking.ID = p.BookingID
 	w.PaymentID, w.ChargeID = p.ID, "ch_"+p.ID
+	return w, p
+}
+
+// bookPaid books seat A1 of a new screening with a write that carries its
+// payment, pending for an hour, and returns the write and the payment.
+func bookPaid(t *testing.T, store reservation.Store) (reservation.Write, reservation.Payment) {
+	t.Helper()
+	w, p := paidWrite(t, store, newScreening(t, store), time.Hour, "A1")
+	mustBook(t, store, w)
 	return w, p
 }
 

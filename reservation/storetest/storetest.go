@@ -821,15 +821,22 @@ func mustBook(t *testing.T, store reservation.Store, w reservation.Write) {
 // checkTaken checks that err is a *SeatsTakenError naming exactly seats.
 func checkTaken(t *testing.T, err error, seats ...string) {
 	t.Helper()
-	var taken *reservation.SeatsTakenError
-	if !errors.As(err, &taken) {
-		t.Fatalf("Book: %v, want a *SeatsTakenError", err)
+	checkSeatsError(t, err, reservation.ErrSeatTaken, func(e *reservation.SeatsTakenError) []string { return e.Seats }, seats)
+}
+
+// checkSeatsError checks that err is an E, matches kind, and names exactly
+// seats, which listed reads from the E.
+func checkSeatsError[E error](t *testing.T, err, kind error, listed func(E) []string, seats []string) {
+	t.Helper()
+	var e E
+	if !errors.As(err, &e) {
+		t.Fatalf("%v, want a %T", err, e)
 	}
-	if !errors.Is(err, reservation.ErrSeatTaken) {
-		t.Errorf("errors.Is(%v, ErrSeatTaken) is false", err)
+	if !errors.Is(err, kind) {
+		t.Errorf("errors.Is(%v, %v) is false", err, kind)
 	}
-	if !slices.Equal(taken.Seats, seats) {
-		t.Errorf("SeatsTakenError lists %v, want %v", taken.Seats, seats)
+	if got := listed(e); !slices.Equal(got, seats) {
+		t.Errorf("%T lists %v, want %v", e, got, seats)
 	}
 }
 
