@@ -193,18 +193,37 @@ func checkClockRate(t *testing.T, r *redisServer, rate float64) {
 // refused as stale (409 lock_lost), which is the proof that the fault is
 // in effect; the refusal carries the seat's fence, the API raises the
 // lock's counter past it, and the retry is booked. Without the raise every
-// retry is refused for the hour the clock is behind.
+// retry is refused for the hour the clock is behind. With a fence-checking
+// payment provider the refusal is the provider's, before the write: it
+// names the seat's fence too, and the API raises the counter the same way.
 func TestFencesAfterClockStepsBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test")
 	}
+	t.Run("fenced write", func(t *testing.T) { testFencesAfterClockStepsBack(t, nil) })
+	t.Run("fence-checking provider", func(t *testing.T) {
+		p := startPayments(t, fenceProvider)
+		testFencesAfterClockStepsBack(t, p)
+		if refused := p.Stats().RefusedStale; refused != 1 {
+			t.Errorf("the provider refused %d charges as stale, want 1: the first booking after the restart", refused)
+		}
+	})
+}
+
+// testFencesAfterClockStepsBack is TestFencesAfterClockStepsBack, its API
+// charging through p when p is not nil.
+func testFencesAfterClockStepsBack(t *testing.T, p *payments) {
 	lib := fastClockLibrary(t)
 	jumpFile := filepath.Join(t.TempDir(), "jump")
 	if err := os.WriteFile(jumpFile, []byte("0"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := startRedis(t, "LD_PRELOAD="+lib, "FASTCLOCK_JUMP_FILE="+jumpFile)
-	api := startAPI(t, map[string]string{"REDIS_URL": r.url, "DATABASE_URL": testenv.NewDatabase(t)})
+	env := map[string]string{"REDIS_URL": r.url, "DATABASE_URL": testenv.NewDatabase(t)}
+	if p != nil {
+		env["PAYMENT_URL"] = p.url
+	}
+	api := startAPI(t, env)
 	sc := createScreening(t, api.url, `{"movie":"Clock back","rows":1,"seats_per_row":1}`)
 	first := book(t.Context(), api.url, sc.ID, "before", "A1")
 	if first.status != http.StatusCreated {

@@ -133,8 +133,8 @@ type distributedLease struct {
 
 // fenceRaiser is a lock service whose fencing tokens come from counters
 // it keeps, and which can raise them past fences seen written
-// (distlock.Redis). The others have nothing to raise: their tokens do not
-// depend on a clock, or they have none.
+// (distlock.Redis, redlock.Locker). The others have nothing to raise: their
+// tokens do not depend on a clock, or they have none.
 type fenceRaiser interface {
 	RaiseFences(ctx context.Context, seen map[string]int64) error
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seatlock/seatlock/distlock"
+	"github.com/seatlock/seatlock/distlock/redlock"
 	"github.com/seatlock/seatlock/internal/testenv"
 	"github.com/seatlock/seatlock/keyedlock"
 	"github.com/seatlock/seatlock/locking"
@@ -151,6 +152,52 @@ func TestDistributedLeaseHasFencesAndLoss(t *testing.T) {
 		if err := lease.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestDistributedLeaseRaisesFences: a lease's RaiseFences reaches the
+// counters of its lock service, the single Redis and Redlock alike, so
+// that the next lease of the seat has a newer fence than the one raised
+// to. (Redlock's three nodes are three databases of the test Redis here:
+// enough for its counters, not for its fault tolerance.)
+func TestDistributedLeaseRaisesFences(t *testing.T) {
+	prefix := "seatlock-test:" + uuid.NewString() + ":"
+	opts, err := redis.ParseURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := make([]redlock.Client, 3)
+	for i := range nodes {
+		o := *opts
+		o.DB = i + 1
+		c := redis.NewClient(&o)
+		t.Cleanup(func() { _ = c.Close() })
+		nodes[i] = c
+	}
+	rl := redlock.New(nodes, redlock.Options{TTL: 5 * time.Second, Prefix: prefix, Fencing: true})
+	t.Cleanup(func() { _ = rl.Close() })
+	for name, l := range map[string]reservation.SeatLocker{"redis": redisLocker(t, prefix), "redlock": locking.Distributed(rl)} {
+		t.Run(name, func(t *testing.T) {
+			lease, err := l.LockSeats(t.Context(), "s1", []string{"A1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			raised := lease.Fence("A1") + 1_000_000
+			if err := lease.RaiseFences(t.Context(), map[string]int64{"A1": raised}); err != nil {
+				t.Fatal(err)
+			}
+			if err := lease.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			next, err := l.LockSeats(t.Context(), "s1", []string{"A1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer next.Release(t.Context())
+			if got := next.Fence("A1"); got <= raised {
+				t.Errorf("fence after RaiseFences(%d) = %d, want above it", raised, got)
+			}
+		})
 	}
 }
 

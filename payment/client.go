@@ -93,12 +93,15 @@ func (c *Client) Charge(ctx context.Context, ch reservation.Charge) (string, err
 		DelayMS:     ch.Delay.Milliseconds(),
 	}
 	var out ChargeAnswer
-	status, code, err := c.post(ctx, "/v1/charges", ch.PaymentID, ch.Delay+c.slack, body, &out)
+	status, e, err := c.post(ctx, "/v1/charges", ch.PaymentID, ch.Delay+c.slack, body, &out)
+	code := e.Error.Code
 	switch {
 	case err != nil:
 		return "", err
 	case status == http.StatusCreated && out.ChargeID != "":
 		return out.ChargeID, nil
+	case status == http.StatusConflict && code == "stale_fence" && len(e.Error.Seen) > 0:
+		return "", fmt.Errorf("the payment provider has seen newer fencing tokens for these seats: %w", &reservation.StaleTokenError{Seen: e.Error.Seen})
 	case status == http.StatusConflict && code == "stale_fence":
 		return "", fmt.Errorf("the payment provider has seen a newer lock holder of these seats: %w", reservation.ErrLockLost)
 	case status == http.StatusConflict && code == "voided":
@@ -117,7 +120,8 @@ func (c *Client) Charge(ctx context.Context, ch reservation.Charge) (string, err
 // longer than the slack, and the context's error when ctx ended first.
 func (c *Client) Refund(ctx context.Context, paymentID string) (bool, error) {
 	var out RefundAnswer
-	status, code, err := c.post(ctx, "/v1/refunds", "", c.slack, RefundRequest{IdempotencyKey: paymentID}, &out)
+	status, e, err := c.post(ctx, "/v1/refunds", "", c.slack, RefundRequest{IdempotencyKey: paymentID}, &out)
+	code := e.Error.Code
 	switch {
 	case err != nil:
 		return false, err
@@ -130,18 +134,18 @@ func (c *Client) Refund(ctx context.Context, paymentID string) (bool, error) {
 
 // post sends body to path, with key as its Idempotency-Key when key is not
 // empty, and decodes a 2xx answer into out. It returns the status and, for
-// an error answer, its code. Only a failure to get an answer is an error:
+// an error answer, its body. Only a failure to get an answer is an error:
 // the context's error when ctx ended, else ErrUnavailable.
-func (c *Client) post(ctx context.Context, path, key string, limit time.Duration, body, out any) (int, string, error) {
+func (c *Client) post(ctx context.Context, path, key string, limit time.Duration, body, out any) (int, errorAnswer, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
-		return 0, "", fmt.Errorf("payment: encoding the request: %w", err)
+		return 0, errorAnswer{}, fmt.Errorf("payment: encoding the request: %w", err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.base+path, bytes.NewReader(b))
 	if err != nil {
-		return 0, "", fmt.Errorf("payment: %w: %w", reservation.ErrUnavailable, err)
+		return 0, errorAnswer{}, fmt.Errorf("payment: %w: %w", reservation.ErrUnavailable, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
@@ -150,27 +154,27 @@ func (c *Client) post(ctx context.Context, path, key string, limit time.Duration
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return 0, "", ctx.Err()
+			return 0, errorAnswer{}, ctx.Err()
 		}
-		return 0, "", fmt.Errorf("payment provider unreachable: %w", errors.Join(reservation.ErrUnavailable, err))
+		return 0, errorAnswer{}, fmt.Errorf("payment provider unreachable: %w", errors.Join(reservation.ErrUnavailable, err))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	if err != nil {
 		if ctx.Err() != nil {
-			return 0, "", ctx.Err()
+			return 0, errorAnswer{}, ctx.Err()
 		}
-		return 0, "", fmt.Errorf("payment provider answer cut off: %w", errors.Join(reservation.ErrUnavailable, err))
+		return 0, errorAnswer{}, fmt.Errorf("payment provider answer cut off: %w", errors.Join(reservation.ErrUnavailable, err))
 	}
 	if resp.StatusCode/100 == 2 {
 		if out != nil && json.Unmarshal(raw, out) != nil {
-			return 0, "", fmt.Errorf("payment provider answered %d with a body that is not JSON: %w", resp.StatusCode, reservation.ErrUnavailable)
+			return 0, errorAnswer{}, fmt.Errorf("payment provider answered %d with a body that is not JSON: %w", resp.StatusCode, reservation.ErrUnavailable)
 		}
-		return resp.StatusCode, "", nil
+		return resp.StatusCode, errorAnswer{}, nil
 	}
 	var e errorAnswer
 	_ = json.Unmarshal(raw, &e) // a body that is not ours leaves the code empty
-	return resp.StatusCode, e.Error.Code, nil
+	return resp.StatusCode, e, nil
 }
 
 // errorAnswer is the body of every error answer of the protocol.
@@ -178,5 +182,8 @@ type errorAnswer struct {
 	Error struct {
 		Code    string `json:"code"`
 		Message string `json:"message,omitempty"`
+		// Seen, in a stale_fence refusal, is the newest fence the
+		// provider has seen for each of the charge's seats.
+		Seen map[string]int64 `json:"seen,omitempty"`
 	} `json:"error"`
 }

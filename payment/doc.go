@@ -21,7 +21,7 @@
 //
 //	POST /v1/charges               Idempotency-Key: <payment id>
 //	                               {"booking_id","screening_id","seats","customer","fences","delay_ms"}
-//	                               201 {"charge_id"} after delay_ms, or 409 {"error":{"code":"stale_fence"}},
+//	                               201 {"charge_id"} after delay_ms, or 409 {"error":{"code":"stale_fence","seen":{seat: fence}}},
 //	                               or 409 {"error":{"code":"voided"}}
 //	POST /v1/refunds               {"idempotency_key"}
 //	                               200 {"idempotency_key","refunded","voided","charge_id"}; 400 without the key

@@ -15,6 +15,23 @@ import (
 // seen for one of its seats.
 var ErrStaleFence = errors.New("payment: stale fencing token")
 
+// StaleFenceError is a charge refused for a stale fencing token. Seen holds
+// the newest fence the provider has seen for each of the charge's seats
+// that it has seen one for: what a lock service must issue tokens above.
+// It matches ErrStaleFence with errors.Is.
+type StaleFenceError struct {
+	Seat            string // the seat whose fence is stale
+	Carried, Newest int64  // the fence the charge carried for it, and the newest seen
+	Seen            map[string]int64
+}
+
+func (e *StaleFenceError) Error() string {
+	return fmt.Sprintf("%v: seat %s carries %d, %d was seen", ErrStaleFence, e.Seat, e.Carried, e.Newest)
+}
+
+// Is makes errors.Is(err, ErrStaleFence) true.
+func (e *StaleFenceError) Is(target error) bool { return target == ErrStaleFence }
+
 // ErrUnknownCharge is returned by Provider.Refund for a charge id it never
 // gave out.
 var ErrUnknownCharge = errors.New("payment: unknown charge")
@@ -147,7 +164,7 @@ func (p *Provider) begin(req ChargeRequest) (*Pending, error) {
 		for _, k := range keys {
 			if f, ok := req.Fences[k.seat]; ok && f < p.newest[k] {
 				p.stats.RefusedStale++
-				return nil, fmt.Errorf("%w: seat %s carries %d, %d was seen", ErrStaleFence, k.seat, f, p.newest[k])
+				return nil, &StaleFenceError{Seat: k.seat, Carried: f, Newest: p.newest[k], Seen: p.seen(keys)}
 			}
 		}
 	}
@@ -166,6 +183,18 @@ func (p *Provider) begin(req ChargeRequest) (*Pending, error) {
 		p.stats.Overlaps++
 	}
 	return &Pending{seats: keys}, nil
+}
+
+// seen returns the newest fence seen for each of keys that has one. p.mu
+// must be held.
+func (p *Provider) seen(keys []seatKey) map[string]int64 {
+	seen := make(map[string]int64, len(keys))
+	for _, k := range keys {
+		if f, ok := p.newest[k]; ok {
+			seen[k.seat] = f
+		}
+	}
+	return seen
 }
 
 // Finish ends a charge begun with Begin. When made is true the charge is
@@ -372,9 +401,12 @@ func (p *Provider) handleCharge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, err := p.Charge(r.Header.Get(keyHeader), req)
+	var stale *StaleFenceError
 	switch {
-	case errors.Is(err, ErrStaleFence):
-		writeError(w, http.StatusConflict, "stale_fence", err.Error())
+	case errors.As(err, &stale):
+		var e errorAnswer
+		e.Error.Code, e.Error.Message, e.Error.Seen = "stale_fence", err.Error(), stale.Seen
+		writeJSON(w, http.StatusConflict, e)
 	case errors.Is(err, ErrVoided):
 		writeError(w, http.StatusConflict, "voided", err.Error())
 	default:

@@ -125,6 +125,10 @@ func TestProviderOverlaps(t *testing.T) {
 					if s.refused != errors.Is(err, payment.ErrStaleFence) {
 						t.Fatalf("begin %s: err = %v, want refused %v", s.begin, err, s.refused)
 					}
+					var stale *payment.StaleFenceError
+					if s.refused && (!errors.As(err, &stale) || len(stale.Seen) == 0) {
+						t.Fatalf("begin %s: err = %#v, want a *StaleFenceError naming the fences seen", s.begin, err)
+					}
 					pending[s.begin] = c
 					continue
 				}

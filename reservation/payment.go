@@ -196,6 +196,10 @@ func (s *Service) charge(ctx context.Context, sc Screening, p Payment, lease Sea
 		return id, lockHeld(lease)
 	case errors.Is(err, ErrLockLost), errors.Is(err, ErrUnavailable):
 		return "", err
+	case errors.Is(err, ErrStaleToken):
+		// The provider refused a fence, and said what it has seen: the
+		// booking answers it as a refused write (see staleRefusal).
+		return "", err
 	case errors.Is(err, ErrPaymentVoided):
 		return "", fmt.Errorf("the payment was settled before its charge completed, nothing was charged: %w", ErrUnavailable)
 	default:

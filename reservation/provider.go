@@ -24,8 +24,10 @@ import (
 type Payments interface {
 	// Charge charges for c under the idempotency key c.PaymentID: a repeat
 	// with the same id charges nothing more and answers as the first did.
-	// It returns an error wrapping ErrLockLost when the provider refused a
-	// fencing token older than one it has seen for a seat, ErrPaymentVoided
+	// It returns a *StaleTokenError (ErrStaleToken) when the provider
+	// refused a fencing token older than one it has seen for a seat and
+	// said which fences it has seen, an error wrapping ErrLockLost when it
+	// refused one without saying, ErrPaymentVoided
 	// when the payment was voided (refunded by its id) before the charge
 	// completed, ErrUnavailable when the provider cannot be reached or failed,
 	// or an error wrapping ctx.Err().

@@ -92,7 +92,7 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics 
 		redisURL = "redis://" + emb.Addr()
 		logger.Info("lock service: embedded Redis (set REDIS_URL for a real one)", "addr", emb.Addr())
 	}
-	client, err := newRedisClient(redisURL, redisPool{}) // checked by config.validate
+	client, err := newRedisClient(redisURL, cfg.RedisAddrMap, redisPool{}) // checked by config.validate
 	if err != nil {
 		return nil, errors.New("REDIS_URL is not a valid Redis URL")
 	}
@@ -105,7 +105,7 @@ func openBackends(ctx context.Context, cfg config, logger *slog.Logger, metrics 
 		logger.Info("lock service: redis", "url", b.redisWhere)
 	}
 	if cfg.RedisWaitReplicas > 0 {
-		b.redisWait = newRedisWaitClient(redisURL, cfg.LockTTL/10)
+		b.redisWait = newRedisWaitClient(redisURL, cfg.RedisAddrMap, cfg.LockTTL/10)
 		b.closers = append(b.closers, b.redisWait.Close)
 	}
 	if err := b.openRedlock(ctx, cfg, logger); err != nil {
@@ -379,8 +379,9 @@ const sentinelScheme = "redis+sentinel://"
 
 // newRedisClient returns a client for a REDIS_URL: one server for
 // redis:// and rediss://, the primary that Sentinels name for
-// redis+sentinel://.
-func newRedisClient(rawURL string, pool redisPool) (*redis.Client, error) {
+// redis+sentinel://. It dials the addresses addrs maps to instead of
+// those they map (the Sentinels' among them).
+func newRedisClient(rawURL string, addrs addrMap, pool redisPool) (*redis.Client, error) {
 	// One dial attempt per command: go-redis's default (five, 100 ms
 	// apart, for each of three command retries) turns a Redis outage into
 	// seconds of waiting per booking, where a prompt 503 is the answer.
@@ -394,6 +395,9 @@ func newRedisClient(rawURL string, pool redisPool) (*redis.Client, error) {
 			return nil, errors.New("a redis+sentinel URL needs master_name")
 		}
 		opts.DialerRetries = dialerRetries
+		if len(addrs) > 0 {
+			opts.Dialer = addrs.dialer(opts.DialTimeout, opts.TLSConfig)
+		}
 		pool.apply(&opts.PoolSize, &opts.PoolTimeout, &opts.ContextTimeoutEnabled)
 		return redis.NewFailoverClient(opts), nil
 	}
@@ -408,6 +412,9 @@ func newRedisClient(rawURL string, pool redisPool) (*redis.Client, error) {
 	// client shares (the replica-waiting acquires take one each) without a
 	// lock they share, a data race. Failover clients have it off already.
 	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	if len(addrs) > 0 {
+		opts.Dialer = addrs.dialer(opts.DialTimeout, opts.TLSConfig)
+	}
 	pool.apply(&opts.PoolSize, &opts.PoolTimeout, &opts.ContextTimeoutEnabled)
 	return redis.NewClient(opts), nil
 }
@@ -423,8 +430,8 @@ func newRedisClient(rawURL string, pool redisPool) (*redis.Client, error) {
 // costs an acquire that bound, not the client's read timeout. Its
 // pool is larger than go-redis's default: one connection per booking in
 // its critical section.
-func newRedisWaitClient(rawURL string, waitTimeout time.Duration) *redis.Client {
-	c, _ := newRedisClient(rawURL, redisPool{size: redisWaitPoolSize, timeout: waitTimeout, deadlines: true}) // the URL opened the main client
+func newRedisWaitClient(rawURL string, addrs addrMap, waitTimeout time.Duration) *redis.Client {
+	c, _ := newRedisClient(rawURL, addrs, redisPool{size: redisWaitPoolSize, timeout: waitTimeout, deadlines: true}) // the URL opened the main client
 	return c
 }
 

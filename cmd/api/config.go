@@ -55,6 +55,9 @@ type config struct {
 	// RedisWaitReplicas is how many replicas must acknowledge a Redis lock
 	// before it is granted (distlock.RedisOptions.WaitReplicas); 0: none.
 	RedisWaitReplicas int
+	// RedisAddrMap is the Redis addresses to dial instead of others
+	// (REDIS_ADDR_MAP); empty: each as it is named.
+	RedisAddrMap addrMap
 }
 
 // configError is a bad flag or environment variable. main exits with
@@ -154,6 +157,8 @@ func defineSettings(cfg *config, lock, guard, redlockURLs, zkServers *string) *s
 	str(&cfg.Addr, "addr", "ADDR", ":8080", "listen address")
 	str(&cfg.DatabaseURL, "database-url", "DATABASE_URL", "", "Postgres URL; empty means the in-memory store")
 	str(&cfg.RedisURL, "redis-url", "REDIS_URL", "", "Redis URL (redis://host:port/db, or redis+sentinel://sentinel:port/db?master_name=NAME for a Sentinel-managed primary); empty means an embedded Redis server")
+	fs.Var(&cfg.RedisAddrMap, "redis-addr-map", "Redis addresses to dial instead of others, from=to pairs of host:port, comma-separated: for servers whose Sentinels name them by addresses this instance reaches otherwise (NAT, a proxy); empty means none (env REDIS_ADDR_MAP)")
+	env["redis-addr-map"], hint["redis-addr-map"] = "REDIS_ADDR_MAP", "want from=to pairs of host:port, comma-separated"
 	fs.IntVar(&cfg.RedisWaitReplicas, "redis-wait-replicas", 0, "replicas of the Redis primary that must acknowledge a Redis lock (WAIT, within a tenth of LOCK_TTL) before it is granted, else 503; 0 means grant at once (env REDIS_WAIT_REPLICAS)")
 	env["redis-wait-replicas"], hint["redis-wait-replicas"] = "REDIS_WAIT_REPLICAS", "want a whole number of replicas"
 	str(lock, "lock", "LOCK_STRATEGY", string(reservation.LockKeyedRedis), "default lock strategy of new screenings: "+names(catalogue()))
@@ -232,11 +237,14 @@ func (c config) validateBackends() error {
 	if c.RedisWaitReplicas < 0 {
 		return fmt.Errorf("REDIS_WAIT_REPLICAS %d must be 0 (off) or more", c.RedisWaitReplicas)
 	}
+	if len(c.RedisAddrMap) > 0 && c.RedisURL == "" {
+		return errors.New("REDIS_ADDR_MAP needs REDIS_URL: the embedded Redis is dialed where it is")
+	}
 	if c.RedisWaitReplicas > 0 && c.RedisURL == "" {
 		return errors.New("REDIS_WAIT_REPLICAS needs REDIS_URL: the embedded Redis has no replicas")
 	}
 	if c.RedisURL != "" {
-		client, err := newRedisClient(c.RedisURL, redisPool{})
+		client, err := newRedisClient(c.RedisURL, c.RedisAddrMap, redisPool{})
 		if err != nil {
 			return errors.New("REDIS_URL is not a valid Redis URL (redis://host:port/db, or redis+sentinel://sentinel:port/db?master_name=NAME)")
 		}

@@ -90,7 +90,16 @@ func runNemesis(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	work, err := os.MkdirTemp("", "seatlock-nemesis-")
+	// A nemesis killed before it could clean up (SIGKILL) left its
+	// directories behind; its servers died with it.
+	removed, err := cluster.RemoveOrphans()
+	for _, dir := range removed {
+		fmt.Fprintf(stderr, "nemesis: removed %s, left by a nemesis that was killed\n", dir)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "nemesis: %v\n", err)
+	}
+	work, err := cluster.TempDir("nemesis-")
 	if err != nil {
 		return fmt.Errorf("%w: %w", errCouldNotRun, err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -94,12 +95,21 @@ func (n *nemesis) apply(ctx context.Context, f scheduledFault) (heal func() erro
 	case "pgrestart":
 		return n.c.Postgres.Start, n.c.Postgres.Stop()
 	case "partition":
-		l := n.link(f.Target)
-		l.Cut()
-		return l.Heal, nil
+		links := n.links(f.Target)
+		for _, l := range links {
+			l.Cut()
+		}
+		return healLinks(links), nil
 	case "latency":
-		l := n.link(f.Target)
-		return l.Heal, l.Slow(latencyMS)
+		links := n.links(f.Target)
+		var errs []error
+		for _, l := range links {
+			errs = append(errs, l.Slow(latencyMS))
+		}
+		if err := errors.Join(errs...); err != nil {
+			return none, errors.Join(err, healLinks(links)())
+		}
+		return healLinks(links), nil
 	}
 	return none, fmt.Errorf("unknown fault %q", f.Kind)
 }
@@ -120,13 +130,29 @@ func instanceIndex(target string) int {
 	return i
 }
 
-// link is the link a target names ("api-1 -> payments").
-func (n *nemesis) link(target string) *cluster.Link {
+// links are the links a target names ("api-1 -> payments"). "api-1 ->
+// redis" names the instance's links to both Redis servers, so that the
+// fault hits its link to the primary whichever server that is.
+func (n *nemesis) links(target string) []*cluster.Link {
 	i := instanceIndex(target)
-	if strings.HasSuffix(target, "payments") {
-		return n.c.PayLinks[i]
+	switch {
+	case strings.HasSuffix(target, "payments"):
+		return []*cluster.Link{n.c.PayLinks[i]}
+	case strings.HasSuffix(target, "redis"):
+		return n.c.RedisLinks[i]
 	}
-	return n.c.DBLinks[i]
+	return []*cluster.Link{n.c.DBLinks[i]}
+}
+
+// healLinks returns what heals every link of links.
+func healLinks(links []*cluster.Link) func() error {
+	return func() error {
+		var errs []error
+		for _, l := range links {
+			errs = append(errs, l.Heal())
+		}
+		return errors.Join(errs...)
+	}
 }
 
 // sleepUntil waits until t or until ctx ends, and reports whether t came.

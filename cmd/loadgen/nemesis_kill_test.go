@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,7 +34,8 @@ func TestNemesisHelperProcess(t *testing.T) {
 // TestNemesisKilledLeavesNoServers kills (SIGKILL) a loadgen nemesis once
 // its cluster is up, so that nothing of its own can stop the cluster, and
 // requires every process it started (Postgres and its backends, the Redis
-// servers and Sentinels, the API instances) to end with it.
+// servers and Sentinels, the API instances) to end with it, and the
+// directories it left to be gone once the next nemesis has run.
 func TestNemesisKilledLeavesNoServers(t *testing.T) {
 	needCluster(t)
 	// What the killed loadgen leaves is files only, its work directories
@@ -104,6 +106,37 @@ func TestNemesisKilledLeavesNoServers(t *testing.T) {
 		names[st.name]++
 	}
 	t.Logf("%d processes ended with loadgen: %v", len(children), names)
+
+	left, _ := filepath.Glob(filepath.Join(tmp, "seatlock-*"))
+	if len(left) == 0 {
+		t.Fatal("the killed nemesis left no directory in its TMPDIR: this test no longer sees what it checks")
+	}
+	t.Logf("the killed nemesis left %d directories: %v", len(left), left)
+	nextOutput := runNextNemesis(t, tmp)
+	if left, _ := filepath.Glob(filepath.Join(tmp, "seatlock-*")); len(left) > 0 {
+		t.Errorf("after the next nemesis, %d directories are left: %v\nits output:\n%s", len(left), left, nextOutput)
+	}
+}
+
+// runNextNemesis runs a short loadgen nemesis to its end, with tmp as its
+// TMPDIR, and returns its output. It fails t when the nemesis could not
+// run (exit status 2) or did not end within 5 minutes.
+func runNextNemesis(t *testing.T, tmp string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestNemesisHelperProcess$")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, nemesisHelperEnv+"=nemesis -time 10s -seed 1 -faults latency -clients 4 -out "+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("the next nemesis did not end within 5 minutes; its output:\n%s", out)
+	}
+	// Exit status 1, an anomaly, is a verdict on the run: not this test's.
+	var exit *exec.ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
+		t.Fatalf("the next nemesis could not run: %v; its output:\n%s", err, out)
+	}
+	return string(out)
 }
 
 // descendants returns the processes below pid, by pid, with their names,

@@ -84,14 +84,17 @@ func makeSchedule(seed uint64, kinds []string, total time.Duration, instances in
 }
 
 // faultTarget names what a fault of kind breaks: an instance, one of an
-// instance's links, or a backend.
+// instance's links, or a backend. Each draw takes one number of rng (a
+// second one only with a chance of n in 2^64), so that a link added to
+// the choices changes which link a fault hits, not the faults after it.
 func faultTarget(kind string, rng *rand.Rand, instances int) string {
 	api := fmt.Sprintf("api-%d", rng.IntN(instances))
 	switch kind {
 	case "kill", "pause":
 		return api
 	case "partition", "latency":
-		return api + " -> " + []string{"postgres", "payments"}[rng.IntN(2)]
+		links := []string{"postgres", "payments", "redis"}
+		return api + " -> " + links[rng.IntN(len(links))]
 	case "pgrestart":
 		return "postgres"
 	}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -196,6 +197,35 @@ func TestNemesisFindsAnUnsettledLedgerWithoutTheReconciler(t *testing.T) {
 	}
 	if !slices.ContainsFunc(rep.Anomalies, func(a anomaly) bool { return a.Kind == "ledger" }) {
 		t.Errorf("no ledger anomaly in %+v", rep.Anomalies)
+	}
+}
+
+// TestNemesisFaultsTheRedisLinks: partition and latency faults draw an
+// instance's links to Redis too, and a run with one is injected, healed
+// and valid. (TestRedisLinksCarryTheInstancesRedis, in internal/cluster,
+// shows that a cut link cuts its instance off Redis.)
+func TestNemesisFaultsTheRedisLinks(t *testing.T) {
+	kinds := []string{"partition", "latency"}
+	onRedis := func(target string) bool { return strings.HasSuffix(target, " -> redis") }
+	var seed uint64
+	for s := uint64(1); s < 100 && seed == 0; s++ {
+		if slices.ContainsFunc(makeSchedule(s, kinds, 15*time.Second, nemesisInstances), func(f scheduledFault) bool { return onRedis(f.Target) }) {
+			seed = s
+		}
+	}
+	if seed == 0 {
+		t.Fatal("no seed from 1 to 99 draws a fault on a Redis link in 15 s")
+	}
+	status, rep, _ := runNemesisForTest(t, "-time", "15s", "-seed", strconv.FormatUint(seed, 10), "-faults", "partition,latency")
+	if status != 0 {
+		t.Fatalf("seed %d: exit %d, anomalies %+v", seed, status, rep.Anomalies)
+	}
+	i := slices.IndexFunc(rep.Faults, func(f faultRecord) bool { return onRedis(f.Target) })
+	if i < 0 {
+		t.Fatalf("seed %d: no fault on a Redis link ran: %+v", seed, rep.Faults)
+	}
+	if f := rep.Faults[i]; f.Error != "" || f.EndS <= f.StartS {
+		t.Errorf("%s on %s from %.1f s to %.1f s: error %q; want it injected and healed", f.Kind, f.Target, f.StartS, f.EndS, f.Error)
 	}
 }
 

@@ -208,7 +208,9 @@
 // above every token issued before the restart (a token is never ahead of
 // the clock of its issue: one key is not taken twice within a
 // microsecond), as long as the clients' clocks agree within the time a
-// restart takes and do not step back. So the fenced write keeps accepting the next holder. The
+// restart takes and do not step back. When one does step back, the
+// resource refuses the older tokens, and RaiseFences, given the fences it
+// reports, lifts a quorum's counters past them. So the fenced write keeps accepting the next holder. The
 // restart can still break exclusion: the restarted node forgets the locks
 // it granted, and may grant one again that is still held elsewhere.
 // Run the nodes with appendonly yes where exclusion matters. A consensus

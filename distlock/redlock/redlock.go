@@ -44,9 +44,12 @@ var (
 	acquireSource string
 	//go:embed raise.lua
 	raiseSource string
+	//go:embed raiseseen.lua
+	raiseSeenSource string
 
-	acquireScript = redis.NewScript(acquireSource)
-	raiseScript   = redis.NewScript(raiseSource)
+	acquireScript   = redis.NewScript(acquireSource)
+	raiseScript     = redis.NewScript(raiseSource)
+	raiseSeenScript = redis.NewScript(raiseSeenSource)
 )
 
 // Client is what a Locker needs from the go-redis client of one node:
@@ -517,6 +520,47 @@ func (l *Locker) raise(ctx context.Context, ks *keySet, token string, fences []i
 		}
 	}
 	return n
+}
+
+// RaiseFences raises the fence counter of each key, on every node that
+// answers, so that the next fencing token of the key is greater than
+// seen[key], a token the key's resource was written with: a counter below
+// it, or gone, is set to it, one at or above it is left alone. Keys are
+// the caller's, as given to Obtain.
+//
+// It is what a resource that refuses a token as stale calls for: nodes
+// that lost their counters issue tokens from the clients' clocks, and a
+// clock that stepped back issues tokens older than the ones the resource
+// saw. A quorum raised is enough: the next lock's quorum shares a node
+// with it, whose counter, and so the token, goes above seen. Raising never
+// lowers a counter, so it is safe with any fence the resource reports,
+// whoever holds the keys.
+//
+// It returns an error wrapping ErrUnavailable, and the nodes' errors, when
+// fewer than a quorum of nodes were raised.
+func (l *Locker) RaiseFences(ctx context.Context, seen map[string]int64) error {
+	if len(seen) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(seen))
+	args := make([]any, 0, len(seen))
+	for key, fence := range seen {
+		keys = append(keys, l.fenceKey(key))
+		args = append(args, strconv.FormatInt(fence, 10))
+	}
+	replies := fanOut(ctx, l, func(ctx context.Context, _ int, node *batch.Batcher) (int64, error) {
+		return node.Run(ctx, raiseSeenScript, keys, args...).Int64()
+	})
+	var failed []error
+	for i, r := range replies {
+		if r.err != nil {
+			failed = append(failed, fmt.Errorf("node %d: %w", i, r.err))
+		}
+	}
+	if len(l.nodes)-len(failed) < l.quorum {
+		return fmt.Errorf("redlock: raise fences: %w", errors.Join(append([]error{ErrUnavailable}, failed...)...))
+	}
+	return nil
 }
 
 // releaseAll runs release.lua on every node, and returns on how many nodes

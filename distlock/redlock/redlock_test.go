@@ -499,3 +499,52 @@ func TestTopUp(t *testing.T) {
 		t.Fatalf("node 2 after Obtain: GET %s = %q, %v; want the owner token %q of nodes 0 and 1", lockKey, got, err, want)
 	}
 }
+
+// TestRaiseFences: every node loses its data and the clients' clock is an
+// hour behind, so the next token is an hour older than the last one the
+// resource saw; RaiseFences past that token, on a bare quorum, makes the
+// next one newer. Without a quorum it reports the nodes unavailable.
+func TestRaiseFences(t *testing.T) {
+	servers := startServers(t, 3)
+	key := "{fence}:" + uuid.NewString()
+	lock, err := newLocker(t, servers, testOptions()).Obtain(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := lock.Token(key) // what the resource saw last
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range servers {
+		if err := s.client(t).FlushAll(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	behind := testOptions()
+	behind.FenceClock = func() time.Time { return time.Now().Add(-time.Hour) }
+	locker := newLocker(t, servers, behind)
+	token := func() int64 {
+		t.Helper()
+		lock, err := locker.Obtain(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lock.Release(t.Context())
+		return lock.Token(key)
+	}
+	if got := token(); got >= written {
+		t.Fatalf("token after the data loss, an hour behind = %d, want below %d: the fault is not in effect", got, written)
+	}
+
+	servers[2].stop()
+	if err := locker.RaiseFences(t.Context(), map[string]int64{key: written}); err != nil {
+		t.Fatalf("RaiseFences with a quorum up: %v", err)
+	}
+	if got := token(); got <= written {
+		t.Errorf("token after RaiseFences(%d) = %d, want above it", written, got)
+	}
+	servers[1].stop()
+	if err := locker.RaiseFences(t.Context(), map[string]int64{key: written}); !errors.Is(err, redlock.ErrUnavailable) {
+		t.Errorf("RaiseFences with one node of three up: %v, want ErrUnavailable", err)
+	}
+}

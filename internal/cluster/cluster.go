@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/seatlock/seatlock/payment"
@@ -33,16 +35,19 @@ type Options struct {
 	SeeCharge func(payment.ChargeRequest)
 }
 
-// Cluster is a running deployment. Each API instance reaches Postgres and
-// the payment provider through a Link of its own, so that one instance
-// can be cut off or slowed alone.
+// Cluster is a running deployment. Each API instance reaches Postgres,
+// the payment provider and each Redis server through a Link of its own,
+// so that one instance can be cut off or slowed alone. (The Sentinels name
+// the Redis servers by their own addresses; an instance dials its links
+// instead, as REDIS_ADDR_MAP tells it. It asks the Sentinels directly.)
 type Cluster struct {
-	APIs     []*API
-	Redis    *Redis
-	Postgres *Postgres
-	Payments *payment.Provider
-	DBLinks  []*Link // DBLinks[i]: APIs[i] -> Postgres
-	PayLinks []*Link // PayLinks[i]: APIs[i] -> the payment provider
+	APIs       []*API
+	Redis      *Redis
+	Postgres   *Postgres
+	Payments   *payment.Provider
+	DBLinks    []*Link   // DBLinks[i]: APIs[i] -> Postgres
+	PayLinks   []*Link   // PayLinks[i]: APIs[i] -> the payment provider
+	RedisLinks [][]*Link // RedisLinks[i][s]: APIs[i] -> Redis.Servers[s]
 
 	paySrv *http.Server
 	served chan error
@@ -85,10 +90,15 @@ func (c *Cluster) start(ctx context.Context, o Options) error {
 			return err
 		}
 		c.DBLinks, c.PayLinks = append(c.DBLinks, db), append(c.PayLinks, pay)
+		addrs, err := c.linkRedis(name)
+		if err != nil {
+			return err
+		}
 		env := map[string]string{
-			"REDIS_URL":    c.Redis.URL(),
-			"DATABASE_URL": fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", db.Listen),
-			"PAYMENT_URL":  "http://" + pay.Listen,
+			"REDIS_URL":      c.Redis.URL(),
+			"REDIS_ADDR_MAP": addrs,
+			"DATABASE_URL":   fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", db.Listen),
+			"PAYMENT_URL":    "http://" + pay.Listen,
 		}
 		for k, v := range o.Env {
 			env[k] = v
@@ -103,6 +113,24 @@ func (c *Cluster) start(ctx context.Context, o Options) error {
 		}
 	}
 	return nil
+}
+
+// linkRedis adds the links of the next instance, named name, to every
+// Redis server, and returns the instance's REDIS_ADDR_MAP: each server's
+// address mapped to its link's.
+func (c *Cluster) linkRedis(name string) (string, error) {
+	c.RedisLinks = append(c.RedisLinks, nil)
+	i := len(c.RedisLinks) - 1
+	var addrs []string
+	for s, srv := range c.Redis.Servers {
+		l, err := NewLink(fmt.Sprintf("%s -> redis-%d", name, s), srv.Addr())
+		if err != nil {
+			return "", err
+		}
+		c.RedisLinks[i] = append(c.RedisLinks[i], l)
+		addrs = append(addrs, srv.Addr()+"="+l.Listen)
+	}
+	return strings.Join(addrs, ","), nil
 }
 
 // startPayments serves an in-memory payment provider on a free loopback
@@ -132,7 +160,7 @@ func (c *Cluster) Stop() {
 			_ = a.Kill()
 		}
 	}
-	for _, l := range append(c.DBLinks, c.PayLinks...) {
+	for _, l := range slices.Concat(append(c.RedisLinks, c.DBLinks, c.PayLinks)...) {
 		l.Close()
 	}
 	if c.paySrv != nil {

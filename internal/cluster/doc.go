@@ -19,6 +19,8 @@
 // a child of the caller and dies with it even without Stop (Linux: the
 // kernel kills it when the parent thread dies; the postmaster's own
 // children end when they find it gone). A caller killed before Stop
-// leaves only files behind: its seatlock-pg-* and work directories under
-// the temporary directory. Nothing here listens beyond 127.0.0.1.
+// leaves only files behind, its directories under the temporary
+// directory: made with TempDir, they name their owner, and RemoveOrphans,
+// run by the next caller, removes those whose owner has ended. Nothing
+// here listens beyond 127.0.0.1.
 package cluster

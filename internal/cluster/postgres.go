@@ -38,8 +38,9 @@ type Postgres struct {
 	server *process
 }
 
-// StartPostgres creates a cluster in a new temporary directory and starts
-// it. Remove stops it and deletes its files.
+// StartPostgres creates a cluster in a new temporary directory (TempDir's,
+// so that RemoveOrphans finds it when its caller is killed) and starts it.
+// Remove stops it and deletes its files.
 func StartPostgres() (*Postgres, error) {
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
 	if len(bins) == 0 {
@@ -49,9 +50,9 @@ func StartPostgres() (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "seatlock-pg-")
+	dir, err := TempDir("pg-")
 	if err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
+		return nil, err
 	}
 	c := &Postgres{bin: filepath.Dir(bins[len(bins)-1]), dir: dir, Port: port}
 	c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
