@@ -267,10 +267,14 @@ func TestXactCancelDuringPaymentWritesNothing(t *testing.T) {
 		done <- err
 	}()
 	// Wait until the booking holds its two locks and its transaction is
-	// idle: it has checked the seats and is paying. A cancel
-	// that lands during a query instead closes the connection, and the
-	// server lets go of the locks only once it notices.
-	for deadline := time.Now().Add(10 * time.Second); count(advisoryLocks) < 2 || count(openTransactions) < 1; {
+	// idle after the seat check (its last query): it is paying. Idle
+	// alone is not enough: between the lock and the check the transaction
+	// is idle for a moment, and a cancel that lands during the check's
+	// query instead closes the connection, which the server notices (and
+	// lets go of the locks) only a moment later; on a busy machine CI
+	// caught it there.
+	const paying = openTransactions + ` AND query LIKE '%WITH ORDINALITY AS asked%'`
+	for deadline := time.Now().Add(10 * time.Second); count(advisoryLocks) < 2 || count(paying) < 1; {
 		if time.Now().After(deadline) {
 			t.Fatal("the booking never held its locks")
 		}
