@@ -157,6 +157,10 @@ func TestSeatMapInBrowser(t *testing.T) {
 		if err != nil || !strings.Contains(counts, "booked 1") || !strings.Contains(counts, "free 17") {
 			t.Errorf("counts %q (%v), want 17 free and 1 booked", counts, err)
 		}
+		// The server's default guard, named by its two halves.
+		if !strings.Contains(counts, "guard fence (seats free + token newer)") {
+			t.Errorf("counts %q, want the fenced guard's two checks named", counts)
+		}
 	})
 
 	t.Run("a seat booked by clicking shows the token", func(t *testing.T) {
@@ -252,6 +256,9 @@ func TestSeatMapShowsDoubleBooking(t *testing.T) {
 		counts, err := chromedp.Run(ctx, chromedp.Text("#info"))
 		if err != nil || !strings.Contains(counts, "double-booked 1") || !strings.Contains(counts, "booked 1") {
 			t.Errorf("%s: counts %q (%v), want 1 booked and 1 double-booked", how, counts, err)
+		}
+		if !strings.Contains(counts, "guard off (blind write)") {
+			t.Errorf("%s: counts %q, want the guard named a blind write", how, counts)
 		}
 		if how == "live" {
 			// Both were confirmed; the later blind write took the seat, so
